@@ -1,0 +1,27 @@
+"""Container runtimes: one protocol, several backends, one conformance suite."""
+
+from .base import (
+    LABEL,
+    ArchiveTooLarge,
+    Bind,
+    ContainerSpec,
+    ExecResult,
+    Limits,
+    Runtime,
+    RuntimeError_,
+    Scratch,
+)
+from .scope import GradingScope
+
+__all__ = [
+    "LABEL",
+    "ArchiveTooLarge",
+    "Bind",
+    "ContainerSpec",
+    "ExecResult",
+    "GradingScope",
+    "Limits",
+    "Runtime",
+    "RuntimeError_",
+    "Scratch",
+]

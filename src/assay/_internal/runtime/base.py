@@ -1,0 +1,142 @@
+"""The one interface every container backend implements.
+
+Everything the controller does to a container goes through `Runtime`, so the
+hardening lives in one place per backend and the conformance suite
+(`conformance.py`) can prove each backend behaves the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Literal, Protocol
+
+from assay.errors import AssayError, InfrastructureError
+
+LABEL = "assay.grading"
+ROLE_LABEL = "assay.role"
+UNPRIVILEGED_USER = "1000:1000"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-container ceilings; the defaults suit one candidate case, not a build."""
+
+    memory_bytes: int = 512 * 2**20
+    pids: int = 128
+    cpus: float = 1.0
+    tmp_bytes: int = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class Bind:
+    """A host directory the controller prepared, visible inside the container."""
+
+    source: Path
+    target: str
+    read_only: bool = True
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """A size-capped writable directory whose content can be read back while the container lives.
+
+    Backed by a tmpfs-typed volume in Docker, so a disk-fill attack hits its cap
+    instead of the host disk.
+    """
+
+    target: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    image: str
+    grading_id: str
+    role: str
+    command: tuple[str, ...] = ("sleep", "infinity")
+    user: str = UNPRIVILEGED_USER
+    env: Mapping[str, str] = field(default_factory=dict)
+    binds: tuple[Bind, ...] = ()
+    scratch: tuple[Scratch, ...] = ()
+    limits: Limits = Limits()
+    workdir: str | None = None
+    # Only the naive baseline (T0) and fresh baseline (T1) turn these off, to model
+    # what unsafe harnesses do; every real tier keeps them.
+    hardened: bool = True
+    network: Literal["none", "host"] = "none"
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int | None
+    """None when the command was still running at its deadline."""
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    truncated: bool
+    """The command wrote more than the cap; the container was killed to stop it."""
+    duration_s: float
+
+
+class RuntimeError_(InfrastructureError):
+    """The backend failed in a way that leaves no trustworthy result."""
+
+
+class ArchiveTooLarge(AssayError):
+    """An archive read out of a container exceeded its byte cap."""
+
+    exit_code = 1
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(f"archive larger than its cap of {cap} bytes")
+        self.cap = cap
+
+
+class Runtime(Protocol):
+    """What the controller needs from a container engine, and nothing more."""
+
+    name: str
+
+    def create(self, spec: ContainerSpec) -> str: ...
+
+    def start(self, cid: str) -> None: ...
+
+    def exec(
+        self,
+        cid: str,
+        argv: tuple[str, ...],
+        *,
+        deadline_s: float,
+        output_cap: int,
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+        capture: bool = True,
+    ) -> ExecResult: ...
+
+    def wait(self, cid: str, deadline_s: float) -> int | None: ...
+
+    def kill(self, cid: str) -> None: ...
+
+    def pause(self, cid: str) -> None: ...
+
+    def remove(self, cid: str) -> None: ...
+
+    def put_archive(self, cid: str, path: str, data: bytes) -> None: ...
+
+    def get_archive(self, cid: str, path: str, sink: BinaryIO, cap: int) -> int: ...
+
+    def logs(self, cid: str, cap: int) -> bytes: ...
+
+    def oom_killed(self, cid: str) -> bool: ...
+
+    def image_digest(self, image: str) -> str: ...
+
+    def sweep(self, grading_id: str | None = None) -> int:
+        """Remove every container and volume labelled for this grading (all gradings if None)."""
+        ...
+
+    def leftovers(self, grading_id: str | None = None) -> list[str]:
+        """Names of labelled containers/volumes still present; empty after a clean grading."""
+        ...

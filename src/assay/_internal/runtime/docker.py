@@ -1,0 +1,296 @@
+"""The Docker backend (docker-py). All hardening of real containers is decided here."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any, BinaryIO
+
+import docker
+import docker.errors
+import requests.exceptions
+from docker.types import LogConfig, Mount
+
+from assay.errors import EngineUnavailable
+
+from .base import (
+    LABEL,
+    ROLE_LABEL,
+    ArchiveTooLarge,
+    ContainerSpec,
+    ExecResult,
+    RuntimeError_,
+)
+
+START_DOCKER_FIX = "run `bash scripts/setup.sh` (installs Docker if needed and starts dockerd)"
+
+
+def connect(timeout: int = 60) -> Any:
+    try:
+        client = docker.from_env(version="auto", timeout=timeout)
+        client.ping()
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        raise EngineUnavailable(
+            f"no Docker engine answers ({type(exc).__name__})", fix=START_DOCKER_FIX
+        ) from exc
+    return client
+
+
+class DockerRuntime:
+    """Containers on a local or remote Docker engine; `oci_runtime` picks runc or runsc (gVisor)."""
+
+    def __init__(self, client: Any | None = None, oci_runtime: str | None = None) -> None:
+        self._client = client if client is not None else connect()
+        self._api = self._client.api
+        self._oci_runtime = oci_runtime
+        self.name = f"docker/{oci_runtime or 'runc'}"
+        self._digests: dict[str, str] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def create(self, spec: ContainerSpec) -> str:
+        labels = {LABEL: spec.grading_id, ROLE_LABEL: spec.role}
+        mounts = [
+            Mount(target=b.target, source=str(b.source), type="bind", read_only=b.read_only)
+            for b in spec.binds
+        ]
+        try:
+            for s in spec.scratch:
+                vol = self._client.volumes.create(
+                    driver="local",
+                    driver_opts={
+                        "type": "tmpfs",
+                        "device": "tmpfs",
+                        "o": f"size={s.size_bytes},uid=1000,gid=1000,mode=0755",
+                    },
+                    labels=labels,
+                )
+                mounts.append(Mount(target=s.target, source=vol.name, type="volume"))
+            lim = spec.limits
+            kwargs: dict[str, Any] = {
+                "command": list(spec.command),
+                "labels": labels,
+                "mounts": mounts,
+                "environment": dict(spec.env),
+                "working_dir": spec.workdir,
+                "init": True,
+                "detach": True,
+                "mem_limit": lim.memory_bytes,
+                "memswap_limit": lim.memory_bytes,
+                "pids_limit": lim.pids,
+                "nano_cpus": int(lim.cpus * 1e9),
+                "log_config": LogConfig(
+                    type="json-file", config={"max-size": "1m", "max-file": "1"}
+                ),
+            }
+            if spec.hardened:
+                kwargs.update(
+                    user=spec.user,
+                    read_only=True,
+                    cap_drop=["ALL"],
+                    security_opt=["no-new-privileges"],
+                    network_mode="none",
+                    tmpfs={"/tmp": f"size={lim.tmp_bytes},mode=1777,nosuid,nodev"},
+                    ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],
+                )
+            else:
+                kwargs.update(user=spec.user, network_mode=spec.network)
+            if self._oci_runtime:
+                kwargs["runtime"] = self._oci_runtime
+            container = self._client.containers.create(spec.image, **kwargs)
+        except docker.errors.ImageNotFound as exc:
+            raise RuntimeError_(
+                f"image {spec.image!r} is not on this engine",
+                fix="run `bash scripts/setup.sh` to build the base image, or pass --base-image",
+            ) from exc
+        except docker.errors.APIError as exc:
+            raise RuntimeError_(f"could not create the {spec.role} container: {exc}") from exc
+        return str(container.id)
+
+    def start(self, cid: str) -> None:
+        self._call("start", self._api.start, cid)
+
+    def kill(self, cid: str) -> None:
+        try:
+            self._api.kill(cid)
+        except docker.errors.APIError:
+            pass  # already stopped: the goal state holds
+
+    def pause(self, cid: str) -> None:
+        self._call("pause", self._api.pause, cid)
+
+    def remove(self, cid: str) -> None:
+        try:
+            self._api.remove_container(cid, v=True, force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as exc:
+            # A paused container must be unpaused by some engines before removal.
+            if "paused" in str(exc).lower():
+                self._api.unpause(cid)
+                self._api.remove_container(cid, v=True, force=True)
+            else:
+                raise RuntimeError_(f"could not remove container {cid[:12]}: {exc}") from exc
+
+    def wait(self, cid: str, deadline_s: float) -> int | None:
+        try:
+            res = self._api.wait(cid, timeout=max(deadline_s, 0.001))
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            return None
+        return int(res.get("StatusCode", -1))
+
+    # -- exec ------------------------------------------------------------------------------
+
+    def exec(
+        self,
+        cid: str,
+        argv: tuple[str, ...],
+        *,
+        deadline_s: float,
+        output_cap: int,
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+        capture: bool = True,
+    ) -> ExecResult:
+        t0 = time.monotonic()
+        exec_id = self._call(
+            "exec",
+            self._api.exec_create,
+            cid,
+            list(argv),
+            stdout=capture,
+            stderr=capture,
+            environment=dict(env or {}),
+            workdir=workdir,
+        )["Id"]
+        if not capture:
+            self._call("exec", self._api.exec_start, exec_id, detach=True)
+            return self._poll_exec(cid, exec_id, t0, deadline_s)
+        out, err = bytearray(), bytearray()
+        truncated = threading.Event()
+        stream: Iterator[tuple[bytes | None, bytes | None]] = self._call(
+            "exec", self._api.exec_start, exec_id, stream=True, demux=True
+        )
+
+        def pump() -> None:
+            try:
+                for o, e in stream:
+                    if o:
+                        out.extend(o)
+                    if e:
+                        err.extend(e)
+                    if len(out) + len(err) > output_cap:
+                        truncated.set()
+                        return
+            except (requests.exceptions.RequestException, OSError, docker.errors.APIError):
+                return  # the container was killed under us: the exit state tells the rest
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        reader.join(timeout=max(deadline_s - (time.monotonic() - t0), 0))
+        timed_out = reader.is_alive() and not truncated.is_set()
+        if reader.is_alive() or truncated.is_set():
+            # Past the deadline or over the cap: the only safe stop is the whole container.
+            self.kill(cid)
+            reader.join(timeout=10)
+        info = self._call("exec", self._api.exec_inspect, exec_id)
+        exit_code = None if (timed_out or truncated.is_set()) else info.get("ExitCode")
+        return ExecResult(
+            exit_code=exit_code if isinstance(exit_code, int) else None,
+            stdout=bytes(out[:output_cap]),
+            stderr=bytes(err[: max(output_cap - len(out), 0)]),
+            timed_out=timed_out,
+            truncated=truncated.is_set(),
+            duration_s=time.monotonic() - t0,
+        )
+
+    def _poll_exec(self, cid: str, exec_id: str, t0: float, deadline_s: float) -> ExecResult:
+        delay = 0.01
+        while True:
+            info = self._call("exec", self._api.exec_inspect, exec_id)
+            if not info.get("Running") and info.get("ExitCode") is not None:
+                return ExecResult(info["ExitCode"], b"", b"", False, False, time.monotonic() - t0)
+            if time.monotonic() - t0 >= deadline_s:
+                return ExecResult(None, b"", b"", True, False, time.monotonic() - t0)
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.1)
+
+    # -- archives and logs -----------------------------------------------------------------
+
+    def put_archive(self, cid: str, path: str, data: bytes) -> None:
+        ok = self._call("put_archive", self._api.put_archive, cid, path, data)
+        if not ok:
+            raise RuntimeError_(f"the engine refused an archive for {path}")
+
+    def get_archive(self, cid: str, path: str, sink: BinaryIO, cap: int) -> int:
+        stream, _stat = self._call("get_archive", self._api.get_archive, cid, path)
+        n = 0
+        for chunk in stream:
+            n += len(chunk)
+            if n > cap:
+                raise ArchiveTooLarge(cap)
+            sink.write(chunk)
+        return n
+
+    def logs(self, cid: str, cap: int) -> bytes:
+        buf = bytearray()
+        for chunk in self._api.logs(cid, stream=True, follow=False, stdout=True, stderr=True):
+            buf.extend(chunk)
+            if len(buf) >= cap:
+                break
+        return bytes(buf[:cap])
+
+    def oom_killed(self, cid: str) -> bool:
+        state = self._call("inspect", self._api.inspect_container, cid).get("State", {})
+        return bool(state.get("OOMKilled"))
+
+    def image_digest(self, image: str) -> str:
+        if image not in self._digests:
+            try:
+                self._digests[image] = str(self._api.inspect_image(image)["Id"])
+            except docker.errors.ImageNotFound as exc:
+                raise RuntimeError_(
+                    f"image {image!r} is not on this engine",
+                    fix="run `bash scripts/setup.sh` to build the base image, or pass --base-image",
+                ) from exc
+        return self._digests[image]
+
+    # -- garbage ---------------------------------------------------------------------------
+
+    def _filters(self, grading_id: str | None) -> dict[str, str]:
+        return {"label": f"{LABEL}={grading_id}" if grading_id else LABEL}
+
+    def sweep(self, grading_id: str | None = None) -> int:
+        n = 0
+        for c in self._api.containers(all=True, filters=self._filters(grading_id)):
+            self.remove(c["Id"])
+            n += 1
+        vols = self._api.volumes(filters=self._filters(grading_id)).get("Volumes") or []
+        for v in vols:
+            try:
+                self._api.remove_volume(v["Name"], force=True)
+                n += 1
+            except docker.errors.NotFound:
+                pass
+        return n
+
+    def leftovers(self, grading_id: str | None = None) -> list[str]:
+        f = self._filters(grading_id)
+        names = [f"container:{c['Id'][:12]}" for c in self._api.containers(all=True, filters=f)]
+        vols = self._api.volumes(filters=f).get("Volumes") or []
+        names += [f"volume:{v['Name'][:12]}" for v in vols]
+        names += [f"network:{n['Name']}" for n in self._api.networks(filters=f)]
+        return names
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except docker.errors.NotFound as exc:
+            raise RuntimeError_(f"{what}: container vanished: {exc}") from exc
+        except docker.errors.APIError as exc:
+            raise RuntimeError_(f"{what} failed: {exc}") from exc
+        except requests.exceptions.RequestException as exc:
+            raise EngineUnavailable(
+                f"{what}: lost the Docker engine ({type(exc).__name__})", fix=START_DOCKER_FIX
+            ) from exc

@@ -1,0 +1,191 @@
+"""An in-memory runtime for fast unit tests: no processes, a virtual clock, dict filesystems.
+
+It understands a tiny command vocabulary (the one the conformance suite uses) plus
+programs a test registers by argv[0], so pipeline logic can be tested without Docker.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import posixpath
+import tarfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from .base import ArchiveTooLarge, ContainerSpec, ExecResult, RuntimeError_
+
+
+@dataclass
+class FakeContainer:
+    spec: ContainerSpec
+    files: dict[str, bytes] = field(default_factory=dict)
+    state: str = "created"
+    log: bytearray = field(default_factory=bytearray)
+    oom: bool = False
+
+
+Program = Callable[[FakeContainer, tuple[str, ...], Mapping[str, str]], tuple[int, bytes, bytes]]
+
+
+class FakeRuntime:
+    name = "fake"
+
+    def __init__(self, programs: Mapping[str, Program] | None = None) -> None:
+        self.containers: dict[str, FakeContainer] = {}
+        self.volumes: set[str] = set()
+        self.programs = dict(programs or {})
+        self._ids = itertools.count(1)
+
+    def _get(self, cid: str) -> FakeContainer:
+        try:
+            return self.containers[cid]
+        except KeyError:
+            raise RuntimeError_(f"container vanished: {cid}") from None
+
+    def create(self, spec: ContainerSpec) -> str:
+        cid = f"fake{next(self._ids):08d}"
+        self.containers[cid] = FakeContainer(spec)
+        for s in spec.scratch:
+            self.volumes.add(f"{cid}:{s.target}")
+        return cid
+
+    def start(self, cid: str) -> None:
+        self._get(cid).state = "running"
+
+    def kill(self, cid: str) -> None:
+        if cid in self.containers:
+            self.containers[cid].state = "exited"
+
+    def pause(self, cid: str) -> None:
+        c = self._get(cid)
+        if c.state != "running":
+            raise RuntimeError_("pause: container is not running")
+        c.state = "paused"
+
+    def remove(self, cid: str) -> None:
+        self.containers.pop(cid, None)
+        self.volumes = {v for v in self.volumes if not v.startswith(f"{cid}:")}
+
+    def wait(self, cid: str, deadline_s: float) -> int | None:
+        c = self._get(cid)
+        return 0 if c.state == "exited" else None
+
+    def exec(
+        self,
+        cid: str,
+        argv: tuple[str, ...],
+        *,
+        deadline_s: float,
+        output_cap: int,
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+        capture: bool = True,
+    ) -> ExecResult:
+        c = self._get(cid)
+        if c.state != "running":
+            raise RuntimeError_("exec: container is not running")
+        code, out, err, seconds = self._run(c, argv, env or {})
+        if seconds > deadline_s:
+            return ExecResult(None, b"", b"", True, False, deadline_s)
+        if not capture:
+            out, err = b"", b""
+        if len(out) + len(err) > output_cap:
+            c.state = "exited"
+            return ExecResult(None, out[:output_cap], b"", False, True, seconds)
+        return ExecResult(code, out, err, False, False, seconds)
+
+    def _run(
+        self, c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
+    ) -> tuple[int, bytes, bytes, float]:
+        if argv and argv[0] in self.programs:
+            code, out, err = self.programs[argv[0]](c, argv, env)
+            return code, out, err, 0.0
+        match argv:
+            case ("true",):
+                return 0, b"", b"", 0.0
+            case ("false",):
+                return 1, b"", b"", 0.0
+            case ("echo", *words):
+                return 0, (" ".join(words) + "\n").encode(), b"", 0.0
+            case ("sleep", secs):
+                return 0, b"", b"", float(secs)
+            case ("cat", path):
+                if path in c.files:
+                    return 0, c.files[path], b"", 0.0
+                return 1, b"", f"cat: {path}: No such file or directory\n".encode(), 0.0
+            case ("sh", "-c", "yes"):
+                return 0, b"y\n" * (1 << 20), b"", 0.0
+            case ("sh", "-c", script) if script.startswith("exit "):
+                return int(script.split()[1]), b"", b"", 0.0
+            case ("sh", "-c", script) if script.startswith("printf %s ") and " > " in script:
+                text, path = script.removeprefix("printf %s ").split(" > ", 1)
+                if self._writable(c, path):
+                    c.files[path] = text.encode()
+                    return 0, b"", b"", 0.0
+                return 1, b"", b"sh: Read-only file system\n", 0.0
+            case ("id", "-u"):
+                return 0, (c.spec.user.split(":")[0] + "\n").encode(), b"", 0.0
+        return 127, b"", f"fake: unknown command {argv!r}\n".encode(), 0.0
+
+    def _writable(self, c: FakeContainer, path: str) -> bool:
+        tops = [s.target for s in c.spec.scratch] + ["/tmp"]
+        tops += [b.target for b in c.spec.binds if not b.read_only]
+        return not c.spec.hardened or any(path.startswith(t + "/") for t in tops)
+
+    def put_archive(self, cid: str, path: str, data: bytes) -> None:
+        c = self._get(cid)
+        if c.spec.hardened and not self._writable(c, path + "/x"):
+            raise RuntimeError_("put_archive: container rootfs is marked read-only")
+        with tarfile.open(fileobj=io.BytesIO(data)) as tf:
+            for m in tf.getmembers():
+                if m.isfile():
+                    fh = tf.extractfile(m)
+                    assert fh is not None
+                    c.files[posixpath.join(path, m.name)] = fh.read()
+
+    def get_archive(self, cid: str, path: str, sink: BinaryIO, cap: int) -> int:
+        c = self._get(cid)
+        base = posixpath.basename(path.rstrip("/"))
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tf:
+            d = tarfile.TarInfo(base)
+            d.type, d.mode = tarfile.DIRTYPE, 0o755
+            tf.addfile(d)
+            for name in sorted(c.files):
+                if name.startswith(path.rstrip("/") + "/"):
+                    ti = tarfile.TarInfo(base + name[len(path.rstrip("/")) :])
+                    ti.size = len(c.files[name])
+                    tf.addfile(ti, io.BytesIO(c.files[name]))
+        data = buf.getvalue()
+        if len(data) > cap:
+            raise ArchiveTooLarge(cap)
+        sink.write(data)
+        return len(data)
+
+    def logs(self, cid: str, cap: int) -> bytes:
+        return bytes(self._get(cid).log[:cap])
+
+    def oom_killed(self, cid: str) -> bool:
+        return self._get(cid).oom
+
+    def image_digest(self, image: str) -> str:
+        return "sha256:" + "0" * 64
+
+    def sweep(self, grading_id: str | None = None) -> int:
+        doomed = [
+            cid
+            for cid, c in self.containers.items()
+            if grading_id is None or c.spec.grading_id == grading_id
+        ]
+        for cid in doomed:
+            self.remove(cid)
+        return len(doomed)
+
+    def leftovers(self, grading_id: str | None = None) -> list[str]:
+        return [
+            f"container:{cid}"
+            for cid, c in self.containers.items()
+            if grading_id is None or c.spec.grading_id == grading_id
+        ] + [f"volume:{v}" for v in self.volumes if grading_id is None]

@@ -1,0 +1,80 @@
+"""Ownership of everything one grading creates, so that every exit path removes it all."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+from .base import ContainerSpec, Runtime
+
+TEMP_PREFIX = "assay-"
+
+
+class GradingScope:
+    """Creates containers and temp dirs for one grading and removes them on close.
+
+    Removal runs on success, failure, timeout, exception and Ctrl-C: `close` finishes
+    its sweep even if interrupted again, then re-raises the interrupt.
+    """
+
+    def __init__(self, runtime: Runtime, grading_id: str) -> None:
+        self.runtime = runtime
+        self.grading_id = grading_id
+        self._containers: list[str] = []
+        self._dirs: list[Path] = []
+
+    def container(self, spec: ContainerSpec, start: bool = True) -> str:
+        if spec.grading_id != self.grading_id:
+            raise ValueError("container spec belongs to another grading")
+        cid = self.runtime.create(spec)
+        self._containers.append(cid)
+        if start:
+            self.runtime.start(cid)
+        return cid
+
+    def discard(self, cid: str) -> None:
+        """Remove one container now (a phase is over and nothing may outlive it)."""
+        self.runtime.remove(cid)
+        if cid in self._containers:
+            self._containers.remove(cid)
+
+    def tempdir(self, purpose: str) -> Path:
+        path = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{self.grading_id}-{purpose}-"))
+        self._dirs.append(path)
+        return path
+
+    def close(self) -> None:
+        interrupted: BaseException | None = None
+        for step in (self._remove_containers, self._remove_dirs):
+            try:
+                step()
+            except KeyboardInterrupt as exc:  # finish cleaning, then honour the interrupt
+                interrupted = exc
+                step()
+        if interrupted is not None:
+            raise interrupted
+
+    def _remove_containers(self) -> None:
+        while self._containers:
+            self.runtime.remove(self._containers[-1])
+            self._containers.pop()
+        # Catches anything created under our label by a path that bypassed the list.
+        self.runtime.sweep(self.grading_id)
+
+    def _remove_dirs(self) -> None:
+        while self._dirs:
+            shutil.rmtree(self._dirs[-1], ignore_errors=True)
+            self._dirs.pop()
+
+    def __enter__(self) -> GradingScope:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
