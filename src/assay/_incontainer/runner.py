@@ -1,0 +1,219 @@
+"""The trusted runner in the candidate container.
+
+Calls the candidate once per case, each in a fresh process, under a per-case timeout,
+with capped output, and kills every other process between cases so nothing carries
+over. It prints one JSON document on its own stdout. The runner makes itself
+non-dumpable first: candidate processes share its uid, and without that they could
+open /proc/<runner>/fd/1 or its memory and forge other cases' results.
+"""
+
+import base64
+import ctypes
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+
+PR_SET_DUMPABLE = 4
+MAX_CASES_BYTES = 16 << 20
+CGROUP_COUNTERS = {
+    "pids": ("/sys/fs/cgroup/pids/pids.events", "max"),
+    "memory": ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
+}
+
+
+def make_non_dumpable() -> None:
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise SystemExit("runner: prctl(PR_SET_DUMPABLE) failed; refusing to run unprotected")
+
+
+def counter(name: str) -> int:
+    path, key = CGROUP_COUNTERS[name]
+    try:
+        with open(path) as fh:
+            for line in fh:
+                k, _, v = line.partition(" ")
+                if k == key:
+                    return int(v)
+    except OSError:
+        pass
+    return -1
+
+
+def kill_others() -> int:
+    """SIGKILL every process but us and PID 1 until none is left (bounded rounds)."""
+    me = os.getpid()
+    for _round in range(50):
+        found = 0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) in (me, 1):
+                continue
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+                found += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+        while True:  # reap what we can so zombies do not eat the pids limit
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        if not found:
+            return 0
+        time.sleep(0.01)
+    return found
+
+
+def run_one(argv, stdin_bytes, cwd, timeout, cap, result_pipe, env):
+    """Run argv; return (status, exit_code, outputs dict, limit, seconds)."""
+    extra = ()
+    rfd = wfd = None
+    if result_pipe:
+        rfd, wfd = os.pipe()
+        argv = [*argv, str(wfd)]
+        extra = (wfd,)
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=extra,
+            close_fds=True,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return "error", None, {"stderr": str(exc).encode()}, None, 0.0
+    if wfd is not None:
+        os.close(wfd)
+    try:
+        proc.stdin.write(stdin_bytes)
+    except (BrokenPipeError, OSError):
+        pass
+    proc.stdin.close()
+    bufs = {"stdout": bytearray(), "stderr": bytearray(), "result": bytearray()}
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
+    sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
+    if rfd is not None:
+        sel.register(rfd, selectors.EVENT_READ, "result")
+    limit = None
+    status = "ok"
+    while sel.get_map():
+        left = timeout - (time.monotonic() - t0)
+        if left <= 0:
+            status, limit = "timeout", "time"
+            break
+        for key, _ in sel.select(timeout=min(left, 0.5)):
+            fd = key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno()
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                sel.unregister(key.fileobj)
+                continue
+            bufs[key.data].extend(chunk)
+            if len(bufs[key.data]) > cap:
+                status, limit = "limit", "output"
+                break
+        if limit:
+            break
+    if status == "ok":
+        try:
+            proc.wait(timeout=max(timeout - (time.monotonic() - t0), 0.01))
+        except subprocess.TimeoutExpired:
+            status, limit = "timeout", "time"
+    seconds = time.monotonic() - t0
+    kill_others()
+    proc.wait()
+    for f in (proc.stdout, proc.stderr):
+        f.close()
+    if rfd is not None:
+        os.close(rfd)
+    outs = {k: bytes(v[:cap]) for k, v in bufs.items()}
+    return status, proc.returncode if status == "ok" else None, outs, limit, seconds
+
+
+def case_env():
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
+
+
+def safe_rel(name):
+    parts = name.split("/")
+    return bool(name) and not name.startswith("/") and all(p not in ("", ".", "..") for p in parts)
+
+
+def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kind", required=True, choices=["function", "cli", "transform"])
+    ap.add_argument("--entry")
+    ap.add_argument("--command-json")
+    ap.add_argument("--case-timeout", type=float, required=True)
+    ap.add_argument("--output-cap", type=int, required=True)
+    ap.add_argument("--cases", default="/inputs/cases.json")
+    a = ap.parse_args()
+    make_non_dumpable()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with open(a.cases, "rb") as fh:
+        cases = json.loads(fh.read(MAX_CASES_BYTES + 1)[:MAX_CASES_BYTES])
+    results = []
+    for index, case in enumerate(cases):
+        before = {k: counter(k) for k in CGROUP_COUNTERS}
+        payload = case["input"]
+        cwd = "/candidate"
+        if a.kind == "function":
+            argv = ["python3", "-I", "/assay/call.py", a.entry]
+            stdin = json.dumps(payload).encode()
+            result_pipe = True
+        else:
+            argv = list(json.loads(a.command_json))
+            result_pipe = False
+            stdin = b""
+            if a.kind == "cli":
+                argv += [str(x) for x in payload.get("args", [])]
+                stdin = payload.get("stdin", "").encode()
+            else:
+                indir, outdir = f"/tmp/in/{index}", f"/output/{index}"
+                os.makedirs(indir)
+                os.makedirs(outdir)
+                for name, text in payload.get("files", {}).items():
+                    if not safe_rel(name):
+                        raise SystemExit(f"runner: unsafe input file name {name!r}")
+                    os.makedirs(os.path.dirname(os.path.join(indir, name)), exist_ok=True)
+                    with open(os.path.join(indir, name), "w", encoding="utf-8") as fh:
+                        fh.write(text)
+                argv += [indir, outdir]
+        status, code, outs, limit, secs = run_one(
+            argv, stdin, cwd, a.case_timeout, a.output_cap, result_pipe, case_env()
+        )
+        for name in CGROUP_COUNTERS:
+            if counter(name) > before[name] >= 0:
+                status, limit = "limit", name
+        if a.kind == "function" and status == "ok" and code != 0:
+            status = "crash"
+        results.append(
+            {
+                "id": case["id"],
+                "status": status,
+                "limit": limit,
+                "exit_code": code,
+                "duration_s": round(secs, 6),
+                "output_b64": base64.b64encode(
+                    outs["result"] if a.kind == "function" else outs["stdout"]
+                ).decode(),
+            }
+        )
+    sys.stdout.write(json.dumps({"runner": "assay-runner/1", "cases": results}))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
