@@ -104,7 +104,7 @@ def close(expected, actual, tol):
         return math.isclose(expected, actual, rel_tol=tol, abs_tol=tol)
     if isinstance(expected, list) and isinstance(actual, list):
         return len(expected) == len(actual) and all(
-            close(e, x, tol) for e, x in zip(expected, actual)
+            close(e, x, tol) for e, x in zip(expected, actual, strict=True)
         )
     return same(expected, actual)
 
