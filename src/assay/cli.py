@@ -14,3 +14,10 @@ def main() -> None:
 
 
 # Subcommands register below, one line each.
+from assay._internal.cli_grade import grade_cmd  # noqa: E402
+
+main.add_command(grade_cmd)
+from assay._internal.cli_keys import keygen, verify  # noqa: E402
+
+main.add_command(keygen)
+main.add_command(verify)

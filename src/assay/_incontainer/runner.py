@@ -43,16 +43,33 @@ def counter(name: str) -> int:
     return -1
 
 
+def live_pids() -> set[int]:
+    """Pids of processes that still run (zombies excluded: they are already dead)."""
+    pids = set()
+    for e in os.listdir("/proc"):
+        if e.isdigit():
+            try:
+                with open(f"/proc/{e}/stat", "rb") as fh:
+                    state = fh.read().rsplit(b")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state != b"Z":
+                pids.add(int(e))
+    return pids
+
+
+# Processes alive before any candidate ran (init, the container's keep-alive, us) are the
+# only ones spared; everything else was started by a candidate and must not outlive its case.
+TRUSTED: set[int] = set()
+
+
 def kill_others() -> int:
-    """SIGKILL every process but us and PID 1 until none is left (bounded rounds)."""
-    me = os.getpid()
+    """SIGKILL every process not in TRUSTED until none is left (bounded rounds)."""
     for _round in range(50):
         found = 0
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) in (me, 1):
-                continue
+        for pid in live_pids() - TRUSTED:
             try:
-                os.kill(int(entry), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
                 found += 1
             except (ProcessLookupError, PermissionError):
                 pass
@@ -130,8 +147,10 @@ def run_one(argv, stdin_bytes, cwd, timeout, cap, result_pipe, env):
         except subprocess.TimeoutExpired:
             status, limit = "timeout", "time"
     seconds = time.monotonic() - t0
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()  # reap our own child before kill_others' waitpid(-1) could steal its status
     kill_others()
-    proc.wait()
     for f in (proc.stdout, proc.stderr):
         f.close()
     if rfd is not None:
@@ -161,6 +180,7 @@ def main() -> None:
     ap.add_argument("--cases", default="/inputs/cases.json")
     a = ap.parse_args()
     make_non_dumpable()
+    TRUSTED.update(live_pids())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with open(a.cases, "rb") as fh:
         cases = json.loads(fh.read(MAX_CASES_BYTES + 1)[:MAX_CASES_BYTES])

@@ -1,0 +1,236 @@
+"""The strict tier (T3): agent, candidate and judge in three containers; the controller between.
+
+Data flow, each arrow a boundary the controller polices:
+  judge(prepare) --inputs--> controller --inputs--> candidate(runner) --output bytes-->
+  controller --bytes--> judge(compare) --report--> controller (schema-checked verdict)
+The candidate never holds an expected value; the judge never runs candidate code.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from time import monotonic
+
+from .firewall import FirewallLimits
+from .intake import (
+    Refused,
+    Submission,
+    from_path,
+    run_agent,
+    single_file_tar,
+    spool_from_container,
+    through_firewall,
+)
+from .judge_report import verdict_from_judge
+from .runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
+from .strict_json import StrictJSONError, loads_strict
+from .task import Task
+from .verdict import ControllerFacts, Verdict, error_verdict
+
+INCONTAINER = Path(__file__).resolve().parent.parent / "_incontainer"
+JUDGE_LIMITS = Limits(memory_bytes=1 << 30, pids=64, cpus=1.0)
+MAX_INPUTS_BYTES = 16 << 20
+PHASE_SLACK_S = 30.0
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the submission comes from: an agent run, or files produced elsewhere."""
+
+    agent_cmd: str | None = None
+    agent_dir: Path | None = None
+    path: Path | None = None
+
+
+@dataclass
+class Clock:
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def lap(self, phase: str, t0: float) -> None:
+        self.timings[phase] = round(self.timings.get(phase, 0.0) + monotonic() - t0, 6)
+
+
+def new_grading_id() -> str:
+    return "g-" + secrets.token_hex(8)
+
+
+def _facts(
+    task: Task,
+    tier: str,
+    rt: Runtime,
+    clock: Clock,
+    images: dict[str, str],
+    submission: Submission | None,
+    gid: str,
+    reasons: list[str],
+) -> ControllerFacts:
+    return ControllerFacts(
+        grading_id=gid,
+        task_id=task.id,
+        task_digest=task.digest,
+        tier=tier,  # type: ignore[arg-type]
+        runtime=rt.name,
+        submission_digest=submission.digest if submission else None,
+        started_at=clock.started,
+        ended_at=datetime.now(UTC),
+        timings=clock.timings,
+        image_digests=images,
+        reason_codes=tuple(reasons),
+    )
+
+
+def judge_spec(task: Task, image: str, gid: str) -> ContainerSpec:
+    return ContainerSpec(
+        image=image,
+        grading_id=gid,
+        role="judge",
+        binds=(Bind(task.judge_dir, "/judge"), Bind(INCONTAINER, "/assay")),
+        scratch=(Scratch("/state", 64 << 20), Scratch("/exchange", 512 << 20)),
+        limits=JUDGE_LIMITS,
+        workdir="/judge",
+    )
+
+
+def candidate_spec(task: Task, image: str, gid: str, files: Path, inputs: Path) -> ContainerSpec:
+    lim = task.config.limits
+    scratch = (Scratch("/output", lim.artifact_bytes),) if task.config.kind == "transform" else ()
+    return ContainerSpec(
+        image=image,
+        grading_id=gid,
+        role="candidate",
+        binds=(Bind(files, "/candidate"), Bind(inputs, "/inputs"), Bind(INCONTAINER, "/assay")),
+        scratch=scratch,
+        limits=Limits(memory_bytes=lim.memory_mb * 2**20, pids=lim.pids, cpus=lim.cpus),
+        workdir="/candidate",
+    )
+
+
+def runner_argv(task: Task) -> tuple[str, ...]:
+    c = task.config
+    argv = [
+        "python3", "-I", "/assay/runner.py", "--kind", c.kind,
+        "--case-timeout", str(c.limits.case_timeout),
+        "--output-cap", str(c.limits.output_bytes),
+    ]  # fmt: skip
+    if c.function is not None:
+        argv += ["--entry", c.function.entry]
+    spec = c.cli or c.transform
+    if spec is not None:
+        argv += ["--command-json", json.dumps(spec.command)]
+    return tuple(argv)
+
+
+def compare_argv(task: Task) -> tuple[str, ...]:
+    j = task.config.judge
+    assert j is not None
+    argv = [
+        "python3", "-I", "/assay/judge.py", "compare", "--kind", task.config.kind,
+        "--comparator", j.comparator, "--tolerance", repr(j.tolerance),
+        "--output-cap", str(task.config.limits.output_bytes),
+    ]  # fmt: skip
+    if j.custom:
+        argv += ["--custom", j.custom]
+    return tuple(argv)
+
+
+def prepare_argv(task: Task, seed: str) -> tuple[str, ...]:
+    j = task.config.judge
+    assert j is not None
+    src = ["--cases", j.cases] if j.cases else ["--generator", str(j.generator)]
+    return ("python3", "-I", "/assay/judge.py", "prepare", "--seed", seed, *src)
+
+
+def grade_strict(
+    rt: Runtime, task: Task, source: Source, image: str, grading_id: str | None = None
+) -> Verdict:
+    gid = grading_id or new_grading_id()
+    clock = Clock()
+    images = {"base": rt.image_digest(image)}
+    reasons: list[str] = []
+    submission: Submission | None = None
+    lim = task.config.limits
+
+    def fail(code: str) -> Verdict:
+        return error_verdict(_facts(task, "t3", rt, clock, images, submission, gid, reasons), code)
+
+    with GradingScope(rt, gid) as scope:
+        t0 = monotonic()
+        judge = scope.container(judge_spec(task, image, gid))
+        prep = rt.exec(
+            judge, prepare_argv(task, str(secrets.randbits(128))),
+            deadline_s=lim.total_timeout, output_cap=MAX_INPUTS_BYTES,
+        )  # fmt: skip
+        clock.lap("judge_prepare", t0)
+        if prep.exit_code != 0:
+            return fail("judge:prepare-failed")
+        try:
+            cases = loads_strict(prep.stdout, max_bytes=MAX_INPUTS_BYTES)
+            n_cases = len(cases)
+            inputs = scope.tempdir("inputs")
+            inputs.chmod(0o755)
+            (inputs / "cases.json").write_bytes(json.dumps(cases).encode())
+            (inputs / "cases.json").chmod(0o644)
+        except (StrictJSONError, TypeError) as exc:
+            reasons.append(f"judge:{getattr(exc, 'code', 'invalid-inputs')}")
+            return fail("judge:invalid-inputs")
+
+        t0 = monotonic()
+        if source.agent_cmd is not None:
+            taken, _agent = run_agent(scope, task, image, source.agent_cmd, source.agent_dir)
+            clock.lap("agent", t0)
+        else:
+            assert source.path is not None
+            taken = from_path(scope, task, source.path)
+            clock.lap("intake", t0)
+        if isinstance(taken, Refused):
+            return fail(taken.reason)
+        submission = taken
+
+        t0 = monotonic()
+        cand = scope.container(candidate_spec(task, image, gid, submission.files, inputs))
+        per_case = lim.output_bytes * 4 // 3 + 1024
+        run = rt.exec(
+            cand, runner_argv(task),
+            deadline_s=min(lim.total_timeout, n_cases * lim.case_timeout + PHASE_SLACK_S),
+            output_cap=n_cases * per_case + 65536,
+        )  # fmt: skip
+        if run.timed_out:
+            reasons.append("limit:total-time")
+        if run.truncated:
+            reasons.append("limit:runner-output")
+        if rt.oom_killed(cand):
+            reasons.append("limit:memory")
+        exchange = single_file_tar("runner.json", run.stdout)
+        if task.config.kind == "transform" and not (run.timed_out or run.truncated):
+            rt.pause(cand)
+            spooled = spool_from_container(scope, cand, "/output", lim.artifact_bytes * 2, "out")
+            if isinstance(spooled, Refused):
+                return fail(spooled.reason)
+            with spooled.open("rb") as fh:
+                outs = through_firewall(
+                    scope, fh, FirewallLimits(max_total_bytes=lim.artifact_bytes), None, None,
+                    "output",
+                )  # fmt: skip
+            if isinstance(outs, Refused):
+                return fail(outs.reason.replace("firewall:", "output-firewall:"))
+            rt.put_archive(judge, "/exchange", outs.archive.read_bytes())
+        scope.discard(cand)
+        clock.lap("candidate", t0)
+
+        t0 = monotonic()
+        rt.put_archive(judge, "/exchange", exchange)
+        cmp = rt.exec(judge, compare_argv(task), deadline_s=lim.total_timeout, output_cap=8 << 20)
+        clock.lap("judge_compare", t0)
+        if cmp.exit_code != 0:
+            return fail("judge:compare-failed")
+        return verdict_from_judge(
+            _facts(task, "t3", rt, clock, images, submission, gid, []),
+            cmp.stdout,
+            n_cases,
+            reasons,
+        )
