@@ -84,7 +84,7 @@ def loads_strict(raw: bytes, *, max_bytes: int, max_depth: int = DEFAULT_MAX_DEP
         raise StrictJSONError("too-deep", "nesting too deep") from None
     except json.JSONDecodeError as exc:
         raise StrictJSONError(
-            "not-json", f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            "not-json", f"not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
     except ValueError as exc:
         # int() refuses numbers with more than sys.get_int_max_str_digits() digits.
