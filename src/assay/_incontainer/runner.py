@@ -12,6 +12,7 @@ import ctypes
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -84,6 +85,24 @@ def kill_others() -> int:
             return 0
         time.sleep(0.01)
     return found
+
+
+def scratch_full_then_clean() -> bool:
+    """True if the candidate filled /tmp; then empty it so the next case starts clean.
+    Only called once every candidate process is dead, so nothing races the cleanup."""
+    st = os.statvfs("/tmp")
+    full = st.f_bavail * st.f_frsize < (256 << 10)
+    for entry in os.scandir("/tmp"):
+        if entry.name == "in":
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
+    return full
 
 
 def run_one(argv, stdin_bytes, cwd, timeout, cap, result_pipe, env):
@@ -214,6 +233,8 @@ def main() -> None:
         status, code, outs, limit, secs = run_one(
             argv, stdin, cwd, a.case_timeout, a.output_cap, result_pipe, case_env()
         )
+        if scratch_full_then_clean():
+            status, limit = "limit", "disk"
         for name in CGROUP_COUNTERS:
             if counter(name) > before[name] >= 0:
                 status, limit = "limit", name

@@ -150,11 +150,23 @@ def run_agent(
     )
     run = AgentRun(res.exit_code, res.timed_out, res.duration_s)
     rt.pause(cid)
+    events = rt.limit_events(cid)
     cap = task.config.limits.artifact_bytes * 2 + (1 << 20)  # tar headers on top of content
     spooled = spool_from_container(scope, cid, WORKSPACE, cap, "agent")
+    oom = rt.oom_killed(cid) or events.get("memory", 0) > 0
     scope.discard(cid)
     if isinstance(spooled, Refused):
         return spooled, run
+    # An agent that hit a ceiling fails, whatever it left behind: a result produced by
+    # exhausting shared resources is not one to reward, and the reason must name the limit.
+    if events.get("pids", 0) > 0:
+        return Refused("limit:agent-pids", WORKSPACE, "the agent hit its process limit"), run
+    if oom:
+        return Refused("limit:agent-memory", WORKSPACE, "the agent hit its memory limit"), run
+    if spooled.stat().st_size >= task.config.limits.artifact_bytes * 0.95:
+        return Refused("limit:agent-disk", WORKSPACE, "the agent filled its workspace"), run
+    if res.timed_out:
+        return Refused("limit:agent-time", WORKSPACE, "the agent ran past its deadline"), run
     with spooled.open("rb") as fh:
         sub = through_firewall(
             scope, fh, firewall_limits(task), task.config.artifacts, "workspace", "agent"

@@ -203,8 +203,11 @@ def grade_strict(
             reasons.append("limit:total-time")
         if run.truncated:
             reasons.append("limit:runner-output")
-        if rt.oom_killed(cand):
+        events = rt.limit_events(cand)
+        if rt.oom_killed(cand) or events.get("memory", 0) > 0:
             reasons.append("limit:memory")
+        if events.get("pids", 0) > 0:
+            reasons.append("limit:pids")
         exchange = single_file_tar("runner.json", run.stdout)
         if task.config.kind == "transform" and not (run.timed_out or run.truncated):
             rt.pause(cand)

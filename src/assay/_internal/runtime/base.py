@@ -131,6 +131,10 @@ class Runtime(Protocol):
 
     def oom_killed(self, cid: str) -> bool: ...
 
+    def limit_events(self, cid: str) -> dict[str, int]:
+        """Counts of ceiling hits by name ("pids", "memory"); {} where the backend cannot see."""
+        ...
+
     def image_digest(self, image: str) -> str: ...
 
     def sweep(self, grading_id: str | None = None) -> int:

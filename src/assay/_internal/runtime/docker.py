@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any, BinaryIO
 
 import docker
@@ -23,6 +24,10 @@ from .base import (
     RuntimeError_,
 )
 
+_CGROUP_EVENTS = (
+    ("pids", "pids/docker/{cid}/pids.events", "max"),
+    ("memory", "memory/docker/{cid}/memory.oom_control", "oom_kill"),
+)
 START_DOCKER_FIX = "run `bash scripts/setup.sh` (installs Docker if needed and starts dockerd)"
 
 
@@ -244,6 +249,25 @@ class DockerRuntime:
     def oom_killed(self, cid: str) -> bool:
         state = self._call("inspect", self._api.inspect_container, cid).get("State", {})
         return bool(state.get("OOMKilled"))
+
+    def limit_events(self, cid: str) -> dict[str, int]:
+        """How often the container hit its pids and memory ceilings, read from the host's
+        cgroup files. Only a local engine exposes them; elsewhere this returns {} and the
+        verdict names the symptom (time, crash) instead of the limit."""
+        events: dict[str, int] = {}
+        for name, rel, key in _CGROUP_EVENTS:
+            for pattern in (f"/sys/fs/cgroup/{rel}", f"/sys/fs/cgroup/{rel.split('/', 1)[1]}"):
+                path = Path(pattern.format(cid=cid))
+                try:
+                    text = path.read_text()
+                except OSError:
+                    continue
+                for line in text.splitlines():
+                    k, _, v = line.partition(" ")
+                    if k == key and v.strip().isdigit():
+                        events[name] = int(v)
+                break
+        return events
 
     def image_digest(self, image: str) -> str:
         if image not in self._digests:

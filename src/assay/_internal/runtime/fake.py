@@ -170,6 +170,9 @@ class FakeRuntime:
     def oom_killed(self, cid: str) -> bool:
         return self._get(cid).oom
 
+    def limit_events(self, cid: str) -> dict[str, int]:
+        return {"memory": 1} if self._get(cid).oom else {}
+
     def image_digest(self, image: str) -> str:
         return "sha256:" + "0" * 64
 
