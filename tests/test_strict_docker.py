@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from e2e import EXAMPLES, PAYLOADS, TASKS, assay, write_solution
 
 pytestmark = pytest.mark.docker
