@@ -14,7 +14,7 @@ from assay._internal.judge_report import (
     verdict_from_judge,
 )
 
-GOOD = b'{"cases": [{"id": "c1", "status": "pass", "duration_s": 0.012}, {"id": "c2", "status": "pass", "duration_s": 0.5}]}'  # noqa: E501
+GOOD = b'{"cases": [{"id": "c1", "status": "pass", "duration_s": 0.012}, {"id": "c2", "status": "pass", "duration_s": 0.5}]}'
 
 
 def _report(**top: object) -> bytes:

@@ -46,7 +46,8 @@ def envelope() -> bytes:
 
 
 def _doc(env: bytes) -> dict[str, Any]:
-    return json.loads(env)
+    doc: dict[str, Any] = json.loads(env)
+    return doc
 
 
 def _payload(env: bytes) -> bytes:
@@ -496,7 +497,7 @@ def test_concurrent_first_use_agrees_on_one_key(tmp_path: Path) -> None:
 
 def test_securesystemslib_verifies_an_assay_envelope(envelope: bytes) -> None:
     from securesystemslib.dsse import Envelope
-    from securesystemslib.signer import SSlibKey
+    from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined]
 
     theirs = Envelope.from_dict(json.loads(envelope))
     key = SSlibKey.from_crypto(PUB, keyid=keyid(PUB))
@@ -508,7 +509,7 @@ def test_securesystemslib_verifies_an_assay_envelope(envelope: bytes) -> None:
 def test_securesystemslib_rejects_what_assay_rejects(envelope: bytes) -> None:
     from securesystemslib.dsse import Envelope
     from securesystemslib.exceptions import VerificationError as TheirError
-    from securesystemslib.signer import SSlibKey
+    from securesystemslib.signer import SSlibKey  # type: ignore[attr-defined]
 
     flipped = bytearray(_payload(envelope))
     flipped[len(flipped) // 2] ^= 0x01
@@ -523,7 +524,7 @@ def test_securesystemslib_rejects_what_assay_rejects(envelope: bytes) -> None:
 
 def test_assay_verifies_a_securesystemslib_signed_envelope() -> None:
     from securesystemslib.dsse import Envelope
-    from securesystemslib.signer import CryptoSigner, SSlibKey
+    from securesystemslib.signer import CryptoSigner, SSlibKey  # type: ignore[attr-defined]
 
     payload = json.dumps(statement_for(verdict())).encode()
     theirs = Envelope(payload, PAYLOAD_TYPE, {})

@@ -179,7 +179,7 @@ def test_case_id_with_terminal_escape_is_rejected() -> None:
 def test_verdict_is_frozen() -> None:
     v = verdict()
     with pytest.raises(ValidationError):
-        v.passed = False  # type: ignore[misc]
+        v.passed = False
 
 
 def test_round_trips_through_json() -> None:

@@ -32,7 +32,7 @@ def facts(**overrides: Any) -> ControllerFacts:
 
 def cases(*statuses: str) -> list[CaseResult]:
     return [
-        CaseResult(id=f"c{i}", status=status, duration_s=0.01 * i)  # type: ignore[arg-type]
+        CaseResult(id=f"c{i}", status=status, duration_s=0.01 * i)
         for i, status in enumerate(statuses, 1)
     ]
 
