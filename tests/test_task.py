@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assay._internal.task import load_task
+from assay.errors import TaskError
+from e2e import EXAMPLES
+
+
+def _copy(tmp_path: Path, example: str = "add") -> Path:
+    dst = tmp_path / example
+    shutil.copytree(EXAMPLES / example, dst)
+    return dst
+
+
+@pytest.mark.parametrize("example", ["add", "wordcount", "csv-sum", "canary"])
+def test_examples_load(example: str) -> None:
+    task = load_task(EXAMPLES / example)
+    assert task.id == example
+    assert task.digest.startswith("sha256:") and len(task.digest) == 71
+
+
+def test_unknown_key_is_named(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    toml = root / "task.toml"
+    toml.write_text(toml.read_text() + "\n[limits2]\nx = 1\n")
+    with pytest.raises(TaskError) as err:
+        load_task(root)
+    assert "unknown key 'limits2'" in str(err.value) and str(toml) in str(err.value)
+    assert err.value.exit_code == 2
+
+
+def test_unknown_nested_key_is_named(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    toml = root / "task.toml"
+    toml.write_text(
+        toml.read_text().replace("case_timeout = 5.0", "case_timeout = 5.0\ncase_timout = 1.0")
+    )
+    with pytest.raises(TaskError, match="unknown key 'limits.case_timout'"):
+        load_task(root)
+
+
+def test_missing_key_is_named(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    toml = root / "task.toml"
+    toml.write_text(toml.read_text().replace('kind = "function"\n', ""))
+    with pytest.raises(TaskError, match="missing key 'kind'"):
+        load_task(root)
+
+
+def test_kind_section_mismatch(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    toml = root / "task.toml"
+    toml.write_text(toml.read_text().replace('kind = "function"', 'kind = "cli"'))
+    with pytest.raises(TaskError, match=r"\[function\] is required for kind 'function' and only"):
+        load_task(root)
+
+
+def test_missing_judge_file(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    (root / "judge" / "cases.json").unlink()
+    with pytest.raises(TaskError, match="judge file 'cases.json' does not exist"):
+        load_task(root)
+
+
+def test_digest_changes_with_judge_content(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    before = load_task(root).digest
+    (root / "judge" / "cases.json").write_text("[]")
+    assert load_task(root).digest != before
