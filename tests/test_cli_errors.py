@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from e2e import EXAMPLES, TASKS
 
 

@@ -4,10 +4,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from e2e import EXAMPLES
 
 from assay._internal.task import load_task
 from assay.errors import TaskError
-from e2e import EXAMPLES
 
 
 def _copy(tmp_path: Path, example: str = "add") -> Path:
@@ -39,7 +39,7 @@ def test_unknown_nested_key_is_named(tmp_path: Path) -> None:
     toml.write_text(
         toml.read_text().replace("case_timeout = 5.0", "case_timeout = 5.0\ncase_timout = 1.0")
     )
-    with pytest.raises(TaskError, match="unknown key 'limits.case_timout'"):
+    with pytest.raises(TaskError, match=r"unknown key 'limits\.case_timout'"):
         load_task(root)
 
 
@@ -62,7 +62,7 @@ def test_kind_section_mismatch(tmp_path: Path) -> None:
 def test_missing_judge_file(tmp_path: Path) -> None:
     root = _copy(tmp_path)
     (root / "judge" / "cases.json").unlink()
-    with pytest.raises(TaskError, match="judge file 'cases.json' does not exist"):
+    with pytest.raises(TaskError, match=r"judge file 'cases\.json' does not exist"):
         load_task(root)
 
 
