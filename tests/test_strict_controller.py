@@ -1,0 +1,133 @@
+"""The controller's trust decisions in the strict tier, on the in-memory runtime.
+
+Each test scripts what the judge and the runner print (hostile or broken) and checks that
+the verdict fails closed: never a pass from an error, and the reason says why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from e2e import EXAMPLES
+
+from assay._internal.runtime.fake import FakeContainer, FakeRuntime
+from assay._internal.strict import Source, grade_strict
+from assay._internal.task import load_task
+
+TASK = load_task(EXAMPLES / "add")
+IDS = ["small", "zero", "negative", "large"]
+INPUTS = json.dumps([{"id": i, "input": [1, 2]} for i in IDS]).encode()
+RUNNER = json.dumps({"runner": "x", "cases": []}).encode()
+
+
+def report(statuses: Mapping[str, str] | None = None, **extra: object) -> bytes:
+    statuses = statuses or {i: "pass" for i in IDS}
+    body: dict[str, object] = {
+        "cases": [{"id": i, "status": s, "duration_s": 0.01} for i, s in statuses.items()]
+    }
+    body.update(extra)
+    return json.dumps(body).encode()
+
+
+class Script:
+    """What each trusted program 'prints' in this simulated grading."""
+
+    def __init__(
+        self,
+        prepare: tuple[int, bytes] = (0, INPUTS),
+        runner: tuple[int, bytes] = (0, RUNNER),
+        compare: tuple[int, bytes] | None = None,
+    ) -> None:
+        self.prepare, self.runner = prepare, runner
+        self.compare = compare or (0, report())
+        self.calls: list[str] = []
+
+    def __call__(
+        self, c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
+    ) -> tuple[int, bytes, bytes]:
+        step = argv[3] if argv[2] == "/assay/judge.py" else "runner"
+        self.calls.append(step)
+        code, out = {"prepare": self.prepare, "runner": self.runner, "compare": self.compare}[step]
+        return code, out, b""
+
+
+def run(script: Script, submission: Path | None = None) -> tuple[FakeRuntime, object]:
+    rt = FakeRuntime(programs={"python3": script})
+    sub = submission or EXAMPLES / "add/solutions/correct"
+    verdict = grade_strict(rt, TASK, Source(path=sub), "img")
+    assert rt.leftovers() == [], "the grading left containers behind"
+    return rt, verdict
+
+
+def test_honest_script_passes() -> None:
+    # The control: without it, every failing test below could fail for an unrelated reason.
+    script = Script()
+    _, v = run(script)
+    assert v.passed and v.score == 1.0 and v.reason_codes == []  # type: ignore[attr-defined]
+    assert script.calls == ["prepare", "runner", "compare"]
+
+
+@pytest.mark.parametrize(
+    ("prepare", "reason"),
+    [
+        ((1, INPUTS), "judge:prepare-failed"),
+        ((0, b"not json"), "judge:invalid-inputs"),
+        ((0, b'{"a": 1, "a": 2}'), "judge:invalid-inputs"),
+    ],
+)
+def test_broken_prepare_is_an_error_verdict(prepare: tuple[int, bytes], reason: str) -> None:
+    script = Script(prepare=prepare)
+    _, v = run(script)
+    assert not v.passed and reason in v.reason_codes  # type: ignore[attr-defined]
+    assert "runner" not in script.calls
+
+
+@pytest.mark.parametrize(
+    ("compare", "reason"),
+    [
+        ((1, report()), "judge:compare-failed"),
+        ((0, b"{"), "judge:invalid-output"),
+        ((0, report(passed=True)), "judge:controller-field"),
+        ((0, report(tier="t3")), "judge:controller-field"),
+        ((0, report(submission_digest="sha256:" + "0" * 64)), "judge:controller-field"),
+        ((0, b'{"cases": [], "cases": []}'), "judge:invalid-output"),
+        ((0, report({i: "pass" for i in IDS[:3]})), "cases:count-mismatch"),
+        ((0, report({**{i: "pass" for i in IDS}, "surplus": "pass"})), "cases:count-mismatch"),
+        ((0, report(reasons=["compare:mismatch"])), "compare:mismatch"),
+        ((0, report().replace(b"0.01", b"NaN", 1)), "judge:invalid-output"),
+    ],
+)
+def test_hostile_or_broken_judge_report_never_passes(
+    compare: tuple[int, bytes], reason: str
+) -> None:
+    _, v = run(Script(compare=compare))
+    assert not v.passed, v
+    assert reason in v.reason_codes, v.reason_codes  # type: ignore[attr-defined]
+
+
+def test_runner_flooding_its_channel_fails_even_if_the_judge_says_pass() -> None:
+    flood = (0, b"x" * (len(IDS) * ((1 << 20) * 4 // 3 + 1024) + 65536 + 1))
+    _, v = run(Script(runner=flood))
+    assert not v.passed and "limit:runner-output" in v.reason_codes  # type: ignore[attr-defined]
+
+
+def test_firewall_refusal_stops_before_the_candidate(tmp_path: Path) -> None:
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    os.symlink("/etc/passwd", sub / "solution.py")
+    script = Script()
+    _, v = run(script, sub)
+    assert not v.passed
+    assert any(r.startswith("firewall:") for r in v.reason_codes), v.reason_codes  # type: ignore[attr-defined]
+    assert script.calls == ["prepare"]
+
+
+def test_verdict_carries_controller_facts() -> None:
+    _, v = run(Script())
+    assert v.tier == "t3" and v.runtime == "fake" and v.task_digest == TASK.digest  # type: ignore[attr-defined]
+    assert v.submission_digest and v.submission_digest.startswith("sha256:")  # type: ignore[attr-defined]
+    assert {"judge_prepare", "intake", "candidate", "judge_compare"} <= set(v.timings)  # type: ignore[attr-defined]
