@@ -161,3 +161,14 @@ def test_mutated_reports_never_raise_out_of_the_controller(data: st.DataObject) 
 def test_arbitrary_bytes_never_raise_out_of_the_controller(raw: bytes) -> None:
     v = verdict_from_judge(facts(), raw, expected_case_count=1)
     assert v.passed is False
+
+
+def test_hostile_key_names_are_escaped_in_messages() -> None:
+    evil = b'{"cases": [], "\\u001b]0;owned\\u0007": 1}'
+    with pytest.raises(JudgeReportError) as info:
+        parse_judge_report(evil)
+    assert "\x1b" not in str(info.value) and "\x07" not in str(info.value)
+    assert "\\x1b" in str(info.value)
+    dup = b'{"cases": [], "\\u202e": 1, "\\u202e": 2}'
+    with pytest.raises(JudgeReportError, match=r"duplicate key '\\u202e'"):
+        parse_judge_report(dup)

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from assay._internal.strict_json import StrictJSONError, loads_strict
+from assay._internal.strict_json import StrictJSONError, loads_strict, shown
 from assay._internal.verdict import (
     MAX_CASES,
     MAX_REASONS,
@@ -56,7 +56,7 @@ class JudgeReport(BaseModel):
 
 def _describe(exc: ValidationError) -> str:
     first = exc.errors(include_url=False, include_input=False)[0]
-    where = ".".join(str(part) for part in first["loc"]) or "<root>"
+    where = ".".join(shown(str(part)) for part in first["loc"]) or "<root>"
     return f"{where}: {first['msg']} ({exc.error_count()} problem(s))"
 
 

@@ -28,7 +28,7 @@ from assay._internal.keys import (
     load_private_key,
     load_public_key,
 )
-from assay._internal.strict_json import StrictJSONError, loads_strict
+from assay._internal.strict_json import StrictJSONError, loads_strict, shown
 from assay._internal.verdict import Verdict
 from assay.errors import AssayError
 
@@ -113,9 +113,7 @@ def _check_signature(envelope: dsse.Envelope, public_key: Ed25519PublicKey) -> N
     candidates = [sig for kid, sig in envelope.signatures if kid == expected]
     if not candidates:
         # keyids are unauthenticated text headed for a terminal: show only safe characters.
-        found = ", ".join(
-            _UNSAFE.sub("?", kid[:16]) or "<empty>" for kid, _ in envelope.signatures
-        )
+        found = ", ".join(_UNSAFE.sub("?", kid[:16]) or "<empty>" for kid, _ in envelope.signatures)
         raise VerificationError(
             "signature:wrong-key",
             f"not signed by this key: envelope names key(s) {found}, expected {expected[:16]}",
@@ -167,11 +165,10 @@ def _verdict_from(predicate: object) -> Verdict:
         kind = {"extra_forbidden": "extra-field", "missing": "missing-field"}.get(
             first["type"], "schema"
         )
-        where = ".".join(str(part) for part in first["loc"]) or "<root>"
+        where = ".".join(shown(str(part)) for part in first["loc"]) or "<root>"
         raise VerificationError(
             f"verdict:{kind}",
-            f"verdict violates schema at {where}: {first['msg']}"
-            f" ({exc.error_count()} problem(s))",
+            f"verdict violates schema at {where}: {first['msg']} ({exc.error_count()} problem(s))",
         ) from None
 
 
@@ -195,7 +192,7 @@ def verify_envelope(
     if parsed.payload_type != PAYLOAD_TYPE:
         raise VerificationError(
             "payload:wrong-type",
-            f"payloadType is {parsed.payload_type[:80]!r}, expected {PAYLOAD_TYPE!r}",
+            f"payloadType is '{shown(parsed.payload_type)}', expected {PAYLOAD_TYPE!r}",
         )
     try:
         statement = loads_strict(parsed.payload, max_bytes=dsse.MAX_ENVELOPE_BYTES, max_depth=16)

@@ -28,6 +28,12 @@ class StrictJSONError(ValueError):
         self.code = code
 
 
+def shown(text: str, limit: int = 60) -> str:
+    """Hostile text made safe for a message: escapes for anything not printable ASCII, bounded."""
+    safe = ascii(text)[1:-1]
+    return safe if len(safe) <= limit else safe[:limit] + "..."
+
+
 def _reject_constant(name: str) -> Any:
     raise StrictJSONError("non-finite-number", f"non-finite number {name} is not allowed")
 
@@ -44,7 +50,7 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj: dict[str, Any] = {}
     for key, value in pairs:
         if key in obj:
-            raise StrictJSONError("duplicate-key", f"duplicate key {key!r}")
+            raise StrictJSONError("duplicate-key", f"duplicate key '{shown(key)}'")
         obj[key] = value
     return obj
 
