@@ -1,0 +1,71 @@
+"""Shared pieces of the archive firewall: limits, the rule-violation exception, safe display."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from assay.errors import AssayError
+
+_DISPLAY_MAX = 200
+
+
+@dataclass(frozen=True)
+class FirewallLimits:
+    """Caps applied to every archive; the defaults suit a grading workspace, not a data set."""
+
+    max_entries: int = 10_000
+    max_file_bytes: int = 64 * 2**20
+    max_total_bytes: int = 256 * 2**20
+    max_path_chars: int = 1024
+    max_component_chars: int = 255
+    max_depth: int = 32
+    max_expansion_ratio: int = 200
+    # Linux NAME_MAX counts bytes, so a 255-character name of 4-byte characters must still fail here
+    # rather than at materialisation.
+    max_component_bytes: int = 255
+    # The whole (decompressed) tar stream, dropped members included.
+    max_archive_bytes: int = 512 * 2**20
+    # Below this many decompressed bytes the ratio is not judged: tiny archives compress very well.
+    expansion_floor_bytes: int = 2**20
+    # One PAX extended header's payload.
+    max_pax_bytes: int = 64 * 2**10
+
+
+DEFAULT_LIMITS = FirewallLimits()
+
+
+class FirewallError(AssayError):
+    """An archive could not be materialised safely, or a firewall invariant broke."""
+
+
+class Violation(Exception):
+    """One member broke one rule; becomes a Rejected (check) or a FirewallError (materialise)."""
+
+    def __init__(self, rule: str, detail: str, member: str | None = None) -> None:
+        super().__init__(f"{rule}: {detail}")
+        self.rule = rule
+        self.detail = detail
+        self.member = member
+
+
+def display(name: bytes | str) -> str:
+    """A printable, bounded rendering of a hostile name: no control byte reaches a terminal."""
+    text = name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else name
+    out: list[str] = []
+    for ch in text[:_DISPLAY_MAX]:
+        code = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch.isprintable():
+            out.append(ch)
+        elif 0xDC80 <= code <= 0xDCFF:  # an undecodable byte, kept by surrogateescape
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x100:
+            out.append(f"\\x{code:02x}")
+        elif code < 0x10000:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    if len(text) > _DISPLAY_MAX:
+        out.append(f"...(+{len(text) - _DISPLAY_MAX} chars)")
+    return "".join(out)
