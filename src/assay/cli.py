@@ -21,3 +21,6 @@ from assay._internal.cli_keys import keygen, verify  # noqa: E402
 
 main.add_command(keygen)
 main.add_command(verify)
+from assay._internal.cli_firewall import firewall  # noqa: E402
+
+main.add_command(firewall)
