@@ -1,7 +1,7 @@
 """Write (or check) docs/schema/verdict.v1.json from the Verdict model.
 
-    python scripts/gen_schema.py           # regenerate the committed schema
-    python scripts/gen_schema.py --check   # exit 1 if the committed schema has drifted
+python scripts/gen_schema.py           # regenerate the committed schema
+python scripts/gen_schema.py --check   # exit 1 if the committed schema has drifted
 """
 
 from __future__ import annotations

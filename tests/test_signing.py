@@ -130,9 +130,10 @@ def test_a_verdict_without_a_submission_is_signed_for_its_grading() -> None:
     assert verify_envelope(env, PUB) == v
     subject = json.loads(_payload(env))["subject"][0]
     assert subject["name"] == "no-submission"
-    assert subject["digest"]["sha256"] == hashlib.sha256(
-        f"assay-grading:{v.grading_id}".encode()
-    ).hexdigest()
+    assert (
+        subject["digest"]["sha256"]
+        == hashlib.sha256(f"assay-grading:{v.grading_id}".encode()).hexdigest()
+    )
     assert _reason(env, expected_subject=SUBMISSION) == "subject:unexpected"
 
 
@@ -270,10 +271,16 @@ def _drop(path: tuple[Any, ...]) -> Callable[[dict[str, Any]], None]:
 
 
 STATEMENT_TAMPERS: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
-    ("statement-v01", _set(("_type",), "https://in-toto.io/Statement/v0.1"),
-     "statement:wrong-type"),
-    ("predicate-type", _set(("predicateType",), "https://slsa.dev/provenance/v1"),
-     "statement:wrong-predicate-type"),
+    (
+        "statement-v01",
+        _set(("_type",), "https://in-toto.io/Statement/v0.1"),
+        "statement:wrong-type",
+    ),
+    (
+        "predicate-type",
+        _set(("predicateType",), "https://slsa.dev/provenance/v1"),
+        "statement:wrong-predicate-type",
+    ),
     ("statement-extra", _set(("comment",), "hi"), "statement:extra-field"),
     ("statement-missing", _drop(("subject",)), "statement:missing-field"),
     ("subject-extra", _set(("subject", 0, "uri"), "x"), "statement:extra-field"),
@@ -289,8 +296,11 @@ STATEMENT_TAMPERS: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("predicate-list", _set(("predicate",), []), "verdict:schema"),
     ("other-subject", _set(("subject", 0, "digest", "sha256"), "ee" * 32), "subject:mismatch"),
     ("subject-name", _set(("subject", 0, "name"), "solution"), "subject:mismatch"),
-    ("predicate-submission", _set(("predicate", "submission_digest"), "sha256:" + "ee" * 32),
-     "subject:mismatch"),
+    (
+        "predicate-submission",
+        _set(("predicate", "submission_digest"), "sha256:" + "ee" * 32),
+        "subject:mismatch",
+    ),
 ]
 
 
@@ -407,9 +417,9 @@ def test_keys_of_the_wrong_kind_are_refused(tmp_path: Path) -> None:
         load_private_key(bogus)
     ec_pub = tmp_path / "ec.pub"
     ec_pub.write_bytes(
-        ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
+        ec.generate_private_key(ec.SECP256R1())
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
     with pytest.raises(KeyFileError, match="not an Ed25519 public key"):
         load_public_key(ec_pub)

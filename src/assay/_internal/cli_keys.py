@@ -72,8 +72,8 @@ def _read_envelope(path: Path) -> bytes:
 
 def _summary(verdict: Verdict, kid: str, key_path: Path) -> list[Text]:
     passes = sum(case.status == "pass" for case in verdict.cases)
-    outcome = Text("PASSED", style="bold green") if verdict.passed else Text(
-        "FAILED", style="bold red"
+    outcome = (
+        Text("PASSED", style="bold green") if verdict.passed else Text("FAILED", style="bold red")
     )
     lines = [
         Text(f"✓ signature valid: key {kid[:16]} ({key_path})", style="green"),
