@@ -51,6 +51,8 @@ class Violation(Exception):
 def display(name: bytes | str) -> str:
     """A printable, bounded rendering of a hostile name: no control byte reaches a terminal."""
     text = name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else name
+    if not text:
+        return "<empty name>"
     out: list[str] = []
     for ch in text[:_DISPLAY_MAX]:
         code = ord(ch)

@@ -8,7 +8,7 @@ import unicodedata
 from collections.abc import Sequence
 from functools import cache, lru_cache
 
-from assay._internal.tarbase import FirewallLimits, Violation, display
+from assay._internal.tarbase import FirewallLimits, Violation
 from assay.errors import UsageError
 
 # Cc: C0/C1 controls and NUL; Cf: bidi overrides and zero-width characters that make one name look
@@ -149,10 +149,12 @@ class Catalogue:
         other = self._folded.get(key)
         if other is not None:
             rule = _collision_rule(path, other)
+            how = "case folding" if rule == "case-collision" else "Unicode normalisation"
+            # ascii() shows the code points: colliding names often look identical on screen.
             raise Violation(
                 rule,
-                f"the path collides with the earlier '{display(other)}' after case "
-                "folding and Unicode normalisation.",
+                f"{ascii(path)[:120]} and the earlier {ascii(other)[:120]} are one name after "
+                f"{how}.",
             )
         if len(self._kind) >= self._limits.max_entries:
             raise Violation(
