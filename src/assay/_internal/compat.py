@@ -71,7 +71,7 @@ def verify_spec(task: Task, image: str, gid: str, files: Path, state: Path | Non
 def grade_compat(
     rt: Runtime, task: Task, source: Source, image: str, grading_id: str | None = None
 ) -> Verdict:
-    if task.config.kind != "pytest" or task.config.pytest is None:
+    if task.config.kind != "pytest":
         raise UsageError(f"task {task.id!r} is kind {task.config.kind!r}; t2 grades pytest tasks")
     check_layout(task)
     gid = grading_id or new_grading_id()

@@ -23,7 +23,7 @@ from .intake import Refused, spool_from_container, through_firewall
 from .junit import check_expected_ids
 from .runtime import Bind, ContainerSpec, GradingScope, Limits, Scratch
 from .strict_json import StrictJSONError, loads_strict
-from .task import Task
+from .task import PytestSpec, Task
 
 INCONTAINER_COMPAT = Path(__file__).resolve().parent.parent / "_incontainer" / "compat"
 PREP_LIMITS = Limits(memory_bytes=1 << 30, pids=64, cpus=1.0)
@@ -69,17 +69,19 @@ def check_layout(task: Task) -> None:
         raise TaskError(toml, "judge/conftest.py would be ignored; put it in judge/tests/")
 
 
+def pytest_spec(task: Task) -> PytestSpec:
+    """The task's [pytest] section; all of it is optional, so a missing one means defaults."""
+    return task.config.pytest or PytestSpec()
+
+
 def declared_ids(task: Task) -> tuple[str, ...] | None:
-    spec = task.config.pytest
-    if spec is None or spec.tests is None:
-        return None
-    return _valid_ids(task, spec.tests)
+    spec = pytest_spec(task)
+    return None if spec.tests is None else _valid_ids(task, spec.tests)
 
 
 def prepare(scope: GradingScope, task: Task, image: str) -> Prepared | Refused:
     """Run the truth generator and/or collection; returns what the verification step needs."""
-    spec = task.config.pytest
-    assert spec is not None
+    spec = pytest_spec(task)
     declared = declared_ids(task)
     if spec.truth is None and declared is not None:
         return Prepared(declared, None)

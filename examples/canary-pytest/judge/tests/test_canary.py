@@ -2,7 +2,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from solution import solve
 
 TRUTH = Path("/judge-state/truth.json")
