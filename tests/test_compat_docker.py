@@ -92,6 +92,34 @@ def test_undeclared_tests_are_collected_by_the_trusted_pass(
     assert not bad.passed and bad.expected_case_count == 6
 
 
+def test_accounting_of_the_image_pytest_report(docker_runtime, base_image, tmp_path) -> None:
+    # The image's own pytest (7.2 on Debian bookworm) writes the report: every way a test can
+    # end maps to its status, and a genuine report is consistent (no count mismatch) and agrees
+    # with pytest's exit code.
+    task = load_task(TASKS / "compat-mixed")
+    v = submit(docker_runtime, base_image, task, tmp_path, {"solution.py": "VALUE = 1\n"})
+    got = {c.id.split("::", 1)[1]: c.status for c in v.cases}
+    assert got == {
+        "test_pass": "pass",
+        "test_fail": "fail",
+        "test_setup_error": "error",
+        "test_pass_then_teardown_error": "error",
+        "test_fail_then_teardown_error": "error",  # two testcases: junit:duplicate
+        "test_skip_then_teardown_error": "error",  # two results in one: junit:duplicate
+        "test_skip": "fail",
+        "test_xfail": "fail",  # xfailed is skipped in the report
+        "test_xpass": "fail",  # xfail_strict: an unexpected pass fails
+        "TestGroup::test_method[a/b::c]": "pass",
+    }
+    assert set(v.reason_codes) == {
+        "junit:failure",
+        "junit:error",
+        "junit:duplicate",
+        "junit:skipped",
+    }
+    assert not v.passed
+
+
 # --- neutralised artifacts ---------------------------------------------------------------------
 
 
