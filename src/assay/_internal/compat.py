@@ -77,11 +77,10 @@ def grade_compat(
     gid = grading_id or new_grading_id()
     clock = Clock()
     images = {"base": rt.image_digest(image)}
-    reasons: list[str] = []
     submission: Submission | None = None
 
     def fail(code: str) -> Verdict:
-        return error_verdict(_facts(task, "t2", rt, clock, images, submission, gid, reasons), code)
+        return error_verdict(_facts(task, "t2", rt, clock, images, submission, gid, []), code)
 
     with GradingScope(rt, gid) as scope:
         t0 = monotonic()
@@ -106,7 +105,7 @@ def grade_compat(
         cases, extra = _verify(scope, task, image, submission, prepared)
         clock.lap("verify", t0)
         return build_verdict(
-            _facts(task, "t2", rt, clock, images, submission, gid, reasons),
+            _facts(task, "t2", rt, clock, images, submission, gid, []),
             cases,
             len(prepared.expected_ids),
             extra,
