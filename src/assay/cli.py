@@ -24,3 +24,6 @@ main.add_command(verify)
 from assay._internal.cli_firewall import firewall  # noqa: E402
 
 main.add_command(firewall)
+from assay._internal.cli_batch import grade_many_cmd  # noqa: E402
+
+main.add_command(grade_many_cmd)

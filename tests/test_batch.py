@@ -1,0 +1,443 @@
+"""Batch grading without Docker: job lists, resume, atomic output, errors, interrupts."""
+
+from __future__ import annotations
+
+import base64
+import json
+import tarfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from assay._internal import batch
+from assay._internal.batch import (
+    Job,
+    Progress,
+    jobs_from_dir,
+    jobs_from_manifest,
+    load_tasks,
+    run_batch,
+    unfinished_gradings,
+)
+from assay._internal.observed import Cancelled, ObservedRuntime
+from assay._internal.runtime import ContainerSpec
+from assay._internal.runtime.fake import FakeRuntime
+from assay._internal.signing import verify_envelope
+from assay._internal.task import Task
+from assay._internal.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
+from assay.errors import EngineUnavailable, InfrastructureError, UsageError
+
+ROOT = Path(__file__).resolve().parent.parent
+ADD = ROOT / "examples" / "add"
+WORDCOUNT = ROOT / "examples" / "wordcount"
+
+
+def _verdict(task: Task, gid: str, passed: bool) -> Verdict:
+    now = datetime.now(UTC)
+    facts = ControllerFacts(
+        grading_id=gid,
+        task_id=task.id,
+        task_digest=task.digest,
+        tier="t3",
+        runtime="fake",
+        submission_digest="sha256:" + "ab" * 32,
+        started_at=now,
+        ended_at=now,
+    )
+    status = "pass" if passed else "fail"
+    cases = [CaseResult(id=f"c{i}", status=status, duration_s=0.0) for i in range(3)]
+    return build_verdict(facts, cases, 3, [] if passed else ["compare:mismatch"])
+
+
+class FakeGrader:
+    """Passes a submission whose directory name contains 'good'; other names fail; names with
+    'boom' raise an infrastructure error, 'bug' an unexpected exception, 'gone' a lost engine."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.calls: list[str] = []
+        self.delay = delay
+        self.lock = threading.Lock()
+        self.active = 0
+        self.max_active = 0
+
+    def __call__(self, task: Task, submission: Path, gid: str) -> Verdict:
+        with self.lock:
+            self.calls.append(submission.name)
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            time.sleep(self.delay)
+            name = submission.name
+            if "boom" in name:
+                raise InfrastructureError("engine refused to create the judge container")
+            if "bug" in name:
+                raise ZeroDivisionError("division by zero")
+            if "gone" in name:
+                raise EngineUnavailable("lost the Docker engine")
+            return _verdict(task, gid, passed="good" in name)
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+@pytest.fixture
+def key() -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.generate()
+
+
+def _subs(tmp: Path, *names: str) -> Path:
+    d = tmp / "subs"
+    for name in names:
+        (d / name).mkdir(parents=True)
+        (d / name / "solution.py").write_text("def add(a, b):\n    return a + b\n")
+    return d
+
+
+def _run(
+    out: Path,
+    jobs: list[Job],
+    grader: FakeGrader,
+    key: Ed25519PrivateKey,
+    parallelism: int = 2,
+    **kw: object,
+) -> batch.BatchResult:
+    return run_batch(out, jobs, load_tasks(jobs), grader, key, parallelism, **kw)  # type: ignore[arg-type]
+
+
+# -- job lists --------------------------------------------------------------------------------
+
+
+def test_manifest_paths_are_relative_to_it_and_ids_are_stable(tmp_path: Path) -> None:
+    subs = _subs(tmp_path, "a-good", "b-bad")
+    m = tmp_path / "m.jsonl"
+    m.write_text(
+        json.dumps({"task": str(ADD), "submission": "subs/a-good", "id": "first"})
+        + "\n\n"
+        + json.dumps({"task": str(ADD), "submission": "subs/b-bad"})
+        + "\n"
+    )
+    jobs = jobs_from_manifest(m)
+    assert [j.submission for j in jobs] == [subs / "a-good", subs / "b-bad"]
+    assert jobs[0].id == "first"
+    assert jobs[1].id.startswith("b-bad-") and len(jobs[1].id) == len("b-bad-") + 16
+    assert jobs_from_manifest(m)[1].id == jobs[1].id  # same manifest, same ids
+    m.write_text(json.dumps({"task": str(WORDCOUNT), "submission": "subs/b-bad"}) + "\n")
+    assert jobs_from_manifest(m)[0].id != jobs[1].id  # another task, another id
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"task": "t", "submission": "s", "id": "../escape"}', "not usable as a file name"),
+        ('{"task": "t", "submission": "s", "id": ".hidden"}', "not usable as a file name"),
+        ('{"task": "t", "submission": "s", "id": 7}', "'id' must be a string"),
+        ('{"task": "t", "submission": "s", "tier": "t0"}', "unknown key"),
+        ('{"task": "t", "task": "u", "submission": "s"}', "duplicate-key"),
+        ('["t", "s"]', "must be a JSON object"),
+        ('{"task": "t"}', "must be non-empty strings"),
+        ("not json", "not a JSON object line"),
+    ],
+)
+def test_manifest_rejects_bad_lines_naming_the_line(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    m = tmp_path / "m.jsonl"
+    m.write_text('{"task": "t", "submission": "s0"}\n' + line + "\n")
+    with pytest.raises(UsageError, match=message) as info:
+        jobs_from_manifest(m)
+    assert f"{m}:2" in str(info.value)
+
+
+def test_manifest_rejects_duplicate_ids(tmp_path: Path) -> None:
+    m = tmp_path / "m.jsonl"
+    line = json.dumps({"task": "t", "submission": "s", "id": "x"})
+    m.write_text(line + "\n" + line.replace('"s"', '"s2"') + "\n")
+    with pytest.raises(UsageError, match="already used"):
+        jobs_from_manifest(m)
+
+
+def test_directory_of_submissions_takes_dirs_and_tars_only(tmp_path: Path) -> None:
+    subs = _subs(tmp_path, "alpha", "we!rd name", ".hidden")
+    with tarfile.open(subs / "beta.tar.gz", "w:gz") as tf:
+        tf.add(subs / "alpha" / "solution.py", arcname="solution.py")
+    (subs / "notes.txt").write_text("not a submission")
+    (subs / "alpha.tar").write_bytes((subs / "beta.tar.gz").read_bytes())  # same stem as a dir
+    jobs = jobs_from_dir(ADD, subs)
+    ids = {j.submission.name: j.id for j in jobs}
+    assert set(ids) == {"alpha", "alpha.tar", "beta.tar.gz", "we!rd name"}
+    assert ids["beta.tar.gz"] == "beta"
+    assert ids["alpha"] != ids["alpha.tar"]  # a collision gets hash suffixes, not an overwrite
+    assert ids["alpha"].startswith("alpha-") and ids["alpha.tar"].startswith("alpha-")
+    assert ids["we!rd name"].startswith("we_rd_name-")
+    assert len(set(ids.values())) == len(ids)
+
+
+def test_empty_submissions_directory_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="no subdirectory or tar"):
+        jobs_from_dir(ADD, tmp_path / "empty")
+
+
+# -- grading, output, resume ------------------------------------------------------------------
+
+
+def test_batch_writes_one_verifying_verdict_per_job_and_a_summary(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    subs = _subs(tmp_path, "s1-good", "s2-bad", "s3-good", "s4-boom", "s5-bug")
+    jobs = jobs_from_dir(ADD, subs)
+    out = tmp_path / "out"
+    grader = FakeGrader()
+    res = _run(out, jobs, grader, key)
+    assert not res.interrupted
+    for jid, passed in [("s1-good", True), ("s2-bad", False), ("s3-good", True)]:
+        v = verify_envelope((out / f"{jid}.dsse.json").read_bytes(), key.public_key())
+        assert v.passed is passed
+    # Errors leave no verdict: there is nothing to sign, and nothing can read as a pass.
+    assert not (out / "s4-boom.dsse.json").exists()
+    assert not (out / "s5-bug.dsse.json").exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["total"], summary["passed"], summary["failed"], summary["errors"]) == (
+        5,
+        2,
+        1,
+        2,
+    )
+    assert summary["pass_rate"] == pytest.approx(2 / 5)
+    assert summary["complete"] is False
+    assert summary["failures"] == [{"id": "s2-bad", "reasons": ["compare:mismatch"]}]
+    errors = {e["id"]: e["error"] for e in summary["error_details"]}
+    assert "engine refused" in errors["s4-boom"]
+    assert errors["s5-bug"].startswith("internal: ZeroDivisionError")
+    events = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert sum(e["event"] == "start" for e in events) == 5
+    assert unfinished_gradings(out / "log.jsonl") == []
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_second_run_skips_finished_and_retries_errors(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    subs = _subs(tmp_path, "s1-good", "s2-bad", "s3-boom")
+    jobs = jobs_from_dir(ADD, subs)
+    out = tmp_path / "out"
+    _run(out, jobs, FakeGrader(), key)
+    before = {p.name: p.read_bytes() for p in out.glob("*.dsse.json")}
+    again = FakeGrader()
+    res = _run(out, jobs, again, key)
+    assert again.calls == ["s3-boom"]  # only the one without a verdict
+    assert res.tally.resumed == 2 and res.tally.graded == 1
+    assert {p.name: p.read_bytes() for p in out.glob("*.dsse.json")} == before
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["passed"], summary["failed"], summary["errors"]) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "other-key", "symlink"])
+def test_a_verdict_that_does_not_verify_is_graded_again(
+    tmp_path: Path, key: Ed25519PrivateKey, damage: str
+) -> None:
+    subs = _subs(tmp_path, "s1-good", "s2-bad")
+    jobs = jobs_from_dir(ADD, subs)
+    out = tmp_path / "out"
+    _run(out, jobs, FakeGrader(), key)
+    target = out / "s2-bad.dsse.json"
+    data = target.read_bytes()
+    if damage == "truncate":
+        target.write_bytes(data[: len(data) // 2])
+    elif damage == "flip":
+        env = json.loads(data)
+        payload = base64.b64decode(env["payload"])
+        assert b'"passed":false' in payload
+        env["payload"] = base64.b64encode(payload.replace(b'"passed":false', b'"passed":true'))
+        env["payload"] = env["payload"].decode()
+        target.write_text(json.dumps(env))
+    elif damage == "other-key":
+        _run(tmp_path / "elsewhere", jobs, FakeGrader(), Ed25519PrivateKey.generate())
+        target.write_bytes((tmp_path / "elsewhere" / "s2-bad.dsse.json").read_bytes())
+    else:
+        (tmp_path / "real.json").write_bytes(data)
+        target.unlink()
+        target.symlink_to(tmp_path / "real.json")
+    again = FakeGrader()
+    res = _run(out, jobs, again, key)
+    assert again.calls == ["s2-bad"]
+    assert res.regraded_invalid == ["s2-bad"]
+    assert not target.is_symlink()
+    assert verify_envelope(target.read_bytes(), key.public_key()).passed is False
+
+
+def test_a_verdict_for_another_version_of_the_task_is_graded_again(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    subs = _subs(tmp_path, "s1-good")
+    jobs = jobs_from_dir(ADD, subs)
+    out = tmp_path / "out"
+    _run(out, jobs, FakeGrader(), key)
+    stale = load_tasks(jobs)
+    task = next(iter(stale.values()))
+    tweaked = Task(task.root, task.config, "sha256:" + "00" * 32)
+    again = FakeGrader()
+    run_batch(out, jobs, {k: tweaked for k in stale}, again, key, 1)
+    assert again.calls == ["s1-good"]
+
+
+def test_parallelism_is_bounded(tmp_path: Path, key: Ed25519PrivateKey) -> None:
+    subs = _subs(tmp_path, *(f"s{i:02d}-good" for i in range(12)))
+    grader = FakeGrader(delay=0.05)
+    _run(tmp_path / "out", jobs_from_dir(ADD, subs), grader, key, parallelism=3)
+    assert len(grader.calls) == 12
+    assert 2 <= grader.max_active <= 3
+
+
+def test_lost_engine_stops_scheduling_and_is_not_a_pass(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    subs = _subs(tmp_path, "a-gone", *(f"s{i:02d}-good" for i in range(10)))
+    grader = FakeGrader()
+    res = _run(tmp_path / "out", jobs_from_dir(ADD, subs), grader, key, parallelism=1)
+    assert grader.calls == ["a-gone"]
+    assert res.aborted_engine and res.tally.errors == 1 and res.tally.passed == 0
+    assert res.not_run == 10
+
+
+def test_a_second_run_on_the_same_output_is_refused(tmp_path: Path, key: Ed25519PrivateKey) -> None:
+    subs = _subs(tmp_path, "s1-good")
+    jobs = jobs_from_dir(ADD, subs)
+    out = tmp_path / "out"
+    out.mkdir()
+    with batch.exclusive(out), pytest.raises(UsageError, match="another"):
+        _run(out, jobs, FakeGrader(), key)
+
+
+def test_gradings_a_killed_run_left_open_are_swept_first(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    open_gid, closed_gid = "g-" + "1" * 16, "g-" + "2" * 16
+    lines = [
+        {"event": "start", "id": "x", "grading_id": open_gid},
+        {"event": "start", "id": "y", "grading_id": closed_gid},
+        {"event": "end", "id": "y", "grading_id": closed_gid},
+        {"event": "start", "id": "z", "grading_id": "g-../../etc"},
+    ]
+    (out / "log.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines) + '{"event": "sta')
+    leftover = Path(batch.tempfile.gettempdir()) / f"assay-{open_gid}-inputs-test"
+    leftover.mkdir(exist_ok=True)
+    swept: list[str] = []
+
+    def sweep(gid: str) -> int:
+        swept.append(gid)
+        return 2
+
+    res = _run(out, jobs_from_dir(ADD, _subs(tmp_path, "s1-good")), FakeGrader(), key, sweep=sweep)
+    assert swept == [open_gid]
+    assert res.recovered_containers == 2
+    assert not leftover.exists()
+    assert unfinished_gradings(out / "log.jsonl") == []
+
+
+# -- interrupts -------------------------------------------------------------------------------
+
+
+def test_ctrl_c_stops_scheduling_and_keeps_what_finished(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    subs = _subs(tmp_path, *(f"s{i:02d}-good" for i in range(20)))
+    jobs = jobs_from_dir(ADD, subs)
+    grader = FakeGrader(delay=0.05)
+    stopping: list[int] = []
+
+    def interrupt_once(o: batch.Outcome, t: batch.Tally) -> None:
+        if t.done == 3:
+            raise KeyboardInterrupt
+
+    progress = Progress(on_outcome=interrupt_once, on_stopping=stopping.append)
+    out = tmp_path / "out"
+    res = _run(out, jobs, grader, key, parallelism=2, progress=progress)
+    assert res.interrupted
+    assert stopping and stopping[0] <= 2
+    finished = sorted(p.name for p in out.glob("*.dsse.json"))
+    # Running gradings finished and kept their verdicts; nothing else started.
+    assert len(finished) == len(grader.calls) == res.tally.done
+    assert 3 <= len(finished) <= 5
+    assert res.not_run == 20 - len(finished)
+    assert json.loads((out / "summary.json").read_text())["interrupted"] is True
+    again = FakeGrader()
+    _run(out, jobs, again, key)
+    assert sorted(again.calls) == sorted(
+        j.submission.name for j in jobs if f"{j.id}.dsse.json" not in finished
+    )
+
+
+def test_second_ctrl_c_cancels_running_gradings_and_discards_their_results(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    subs = _subs(tmp_path, "a-good", *(f"s{i:02d}-good" for i in range(6)))
+    jobs = jobs_from_dir(ADD, subs)
+    released = threading.Event()
+    cancelled: list[str] = []
+
+    class Blocking(FakeGrader):
+        def __call__(self, task: Task, submission: Path, gid: str) -> Verdict:
+            if submission.name != "a-good":
+                released.wait(10)  # a long grading; only cancel() ends it early
+            return super().__call__(task, submission, gid)
+
+    def cancel(gid: str) -> None:
+        cancelled.append(gid)
+        released.set()
+
+    def first_interrupt(o: batch.Outcome, t: batch.Tally) -> None:
+        raise KeyboardInterrupt
+
+    def second_interrupt(running: int) -> None:
+        assert running >= 1
+        raise KeyboardInterrupt
+
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    res = _run(
+        out,
+        jobs,
+        Blocking(),
+        key,
+        parallelism=2,
+        progress=Progress(on_outcome=first_interrupt, on_stopping=second_interrupt),
+        cancel=cancel,
+    )
+    assert time.monotonic() - t0 < 5  # did not wait for the long gradings
+    assert res.interrupted
+    assert 1 <= len(cancelled) <= 2
+    assert sorted(p.name for p in out.glob("*.dsse.json")) == ["a-good.dsse.json"]
+    events = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert sorted(e["grading_id"] for e in events if e["event"] == "aborted") == sorted(cancelled)
+    assert unfinished_gradings(out / "log.jsonl") == []
+    assert res.tally.done == 1 and res.not_run == 6
+
+
+# -- the runtime wrapper ----------------------------------------------------------------------
+
+
+def test_observed_runtime_counts_per_grading_and_refuses_cancelled_ones() -> None:
+    rt = ObservedRuntime(FakeRuntime())
+    spec = ContainerSpec(image="img", grading_id="g-a", role="judge")
+    cid = rt.create(spec)
+    rt.start(cid)
+    rt.exec(cid, ("true",), deadline_s=5, output_cap=10)
+    other = rt.create(ContainerSpec(image="img", grading_id="g-b", role="candidate"))
+    assert rt.cancel("g-b") == 1
+    assert rt.inner.leftovers("g-b") == []
+    with pytest.raises(Cancelled):
+        rt.create(ContainerSpec(image="img", grading_id="g-b", role="candidate"))
+    stats = rt.take("g-a")
+    assert stats.containers == 1
+    assert stats.calls == {"create:judge": 1, "start": 1, "exec": 1}
+    assert rt.take("g-a").calls == {}  # taken means forgotten
+    assert other not in rt.inner.containers  # type: ignore[attr-defined]
+    rt.take("g-b")
+    rt.create(ContainerSpec(image="img", grading_id="g-b", role="candidate"))  # forgotten too
