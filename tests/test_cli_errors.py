@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -63,37 +64,45 @@ def test_baseline_tier_needs_explicit_flag(tmp_path: Path) -> None:
     assert p.returncode == 2 and "unsafe" in p.stderr
 
 
-def _grading_ids(rt, role: str | None = None) -> set[str]:  # type: ignore[no-untyped-def]
-    label = f"assay.role={role}" if role else "assay.grading"
-    return {
-        c["Labels"]["assay.grading"] for c in rt._api.containers(all=True, filters={"label": label})
+def _our_grading(rt, marker: Path) -> str | None:  # type: ignore[no-untyped-def]
+    """The grading whose candidate runs for this test: its judge mounts our private task copy
+    (other gradings may run beside this test, so labels alone cannot tell them apart)."""
+    ours = {
+        c["Labels"]["assay.grading"]
+        for c in rt._api.containers(filters={"label": "assay.role=judge"})
+        if any(m.get("Source", "").startswith(str(marker)) for m in c.get("Mounts", []))
     }
+    running = {
+        c["Labels"]["assay.grading"]
+        for c in rt._api.containers(filters={"label": "assay.role=candidate"})
+    }
+    both = ours & running
+    return both.pop() if both else None
 
 
 @pytest.mark.docker
 def test_ctrl_c_mid_grading_leaves_nothing(tmp_path: Path, docker_runtime) -> None:  # type: ignore[no-untyped-def]
+    task = tmp_path / "limits"
+    shutil.copytree(TASKS / "limits", task)
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "solution.py").write_text("def solve(x):\n    while True:\n        pass\n")
     env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path))
     env.setdefault("ASSAY_BASE_IMAGE", "assay-base:latest")
-    before = _grading_ids(docker_runtime)  # other gradings may run beside this test
     proc = subprocess.Popen(
-        [sys.executable, "-m", "assay", "grade", str(TASKS / "limits"), "--submission", str(sub)],
+        [sys.executable, "-m", "assay", "grade", str(task), "--submission", str(sub)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
         cwd=tmp_path,
     )
-    # Wait until our candidate container runs, so the interrupt lands mid-grading.
-    ours: set[str] = set()
+    gid = None
     deadline = time.monotonic() + 60
-    while not ours and time.monotonic() < deadline:
-        ours = _grading_ids(docker_runtime, "candidate") - before
+    while gid is None and time.monotonic() < deadline:
+        gid = _our_grading(docker_runtime, task)
         time.sleep(0.05)
-    assert len(ours) == 1, "candidate never started"
-    gid = ours.pop()
+    assert gid is not None, "candidate never started"
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

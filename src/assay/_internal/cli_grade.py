@@ -92,10 +92,11 @@ def grade_cmd(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(envelope)
     except KeyboardInterrupt:
-        err.print("interrupted: grading stopped, its containers and files removed")
+        click.echo("interrupted: grading stopped, its containers and files removed", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except AssayError as exc:
-        err.print(f"assay: {exc.diagnostics()}", markup=False)
+        # Plain echo, not rich: the reason must stay one unwrapped line for people and scripts.
+        click.echo(f"assay: {exc.diagnostics()}", err=True)
         sys.exit(exc.exit_code)
     if as_json:
         click.echo(verdict.model_dump_json(indent=2))

@@ -51,6 +51,7 @@ class DockerRuntime:
         self._oci_runtime = oci_runtime
         self.name = f"docker/{oci_runtime or 'runc'}"
         self._digests: dict[str, str] = {}
+        self._paused: set[str] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -103,6 +104,11 @@ class DockerRuntime:
                 kwargs.update(user=spec.user, network_mode=spec.network)
             if self._oci_runtime:
                 kwargs["runtime"] = self._oci_runtime
+            if self._oci_runtime == "runsc":
+                # Debian's runsc (2022-12) fails to start any container given a pids cgroup
+                # limit. Inside gVisor every task lives in the one sandbox process, so the
+                # memory limit bounds a fork bomb instead (docs/security.md).
+                del kwargs["pids_limit"]
             container = self._client.containers.create(spec.image, **kwargs)
         except docker.errors.ImageNotFound as exc:
             raise RuntimeError_(
@@ -124,8 +130,16 @@ class DockerRuntime:
 
     def pause(self, cid: str) -> None:
         self._call("pause", self._api.pause, cid)
+        self._paused.add(cid)
 
     def remove(self, cid: str) -> None:
+        if cid in self._paused:
+            # Removing a frozen container makes some runtimes wait out a stop timeout.
+            self._paused.discard(cid)
+            try:
+                self._api.unpause(cid)
+            except docker.errors.APIError:
+                pass
         try:
             self._api.remove_container(cid, v=True, force=True)
         except docker.errors.NotFound:
@@ -195,19 +209,24 @@ class DockerRuntime:
         reader.start()
         reader.join(timeout=max(deadline_s - (time.monotonic() - t0), 0))
         timed_out = reader.is_alive() and not truncated.is_set()
+        duration = time.monotonic() - t0
         if reader.is_alive() or truncated.is_set():
             # Past the deadline or over the cap: the only safe stop is the whole container.
+            # The reader is not awaited for long: under runsc the stream can outlive the kill
+            # until the container is removed, which the grading's scope does next.
             self.kill(cid)
-            reader.join(timeout=10)
-        info = self._call("exec", self._api.exec_inspect, exec_id)
-        exit_code = None if (timed_out or truncated.is_set()) else info.get("ExitCode")
+            reader.join(timeout=1)
+        if timed_out or truncated.is_set():
+            exit_code = None  # we killed it; some runtimes (runsc) also drop the exec record
+        else:
+            exit_code = self._call("exec", self._api.exec_inspect, exec_id).get("ExitCode")
         return ExecResult(
             exit_code=exit_code if isinstance(exit_code, int) else None,
             stdout=bytes(out[:output_cap]),
             stderr=bytes(err[: max(output_cap - len(out), 0)]),
             timed_out=timed_out,
             truncated=truncated.is_set(),
-            duration_s=time.monotonic() - t0,
+            duration_s=duration,
         )
 
     def _poll_exec(self, cid: str, exec_id: str, t0: float, deadline_s: float) -> ExecResult:
@@ -292,12 +311,22 @@ class DockerRuntime:
             n += 1
         vols = self._api.volumes(filters=self._filters(grading_id)).get("Volumes") or []
         for v in vols:
-            try:
-                self._api.remove_volume(v["Name"], force=True)
-                n += 1
-            except docker.errors.NotFound:
-                pass
+            self._remove_volume(v["Name"])
+            n += 1
         return n
+
+    def _remove_volume(self, name: str) -> None:
+        # gVisor unmounts a sandbox's volumes a moment after the container is gone.
+        for attempt in range(50):
+            try:
+                self._api.remove_volume(name, force=True)
+                return
+            except docker.errors.NotFound:
+                return
+            except docker.errors.APIError as exc:
+                if "active mounts" not in str(exc) or attempt == 49:
+                    raise RuntimeError_(f"could not remove volume {name[:12]}: {exc}") from exc
+                time.sleep(0.1)
 
     def leftovers(self, grading_id: str | None = None) -> list[str]:
         f = self._filters(grading_id)

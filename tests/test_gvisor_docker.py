@@ -1,0 +1,62 @@
+"""The strict tier under gVisor (runsc): same verdicts, same isolation."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from e2e import EXAMPLES, PAYLOADS, TASKS, assay, write_solution
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.mark.parametrize(("solution", "code"), [("correct", 0), ("wrong", 1)])
+def test_add_on_gvisor(solution: str, code: int, tmp_path: Path) -> None:
+    task = EXAMPLES / "add"
+    g = assay(
+        "grade",
+        str(task),
+        "--runtime",
+        "runsc",
+        "--submission",
+        str(task / "solutions" / solution),
+        tmp=tmp_path,
+    )
+    assert g.exit_code == code, g.stderr
+    assert g.verdict is not None and g.verdict["runtime"] == "docker/runsc"
+
+
+def test_probe_on_gvisor(tmp_path: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        text = (PAYLOADS / "probe_solution.py").read_text()
+        text = text.replace("__PORT__", str(listener.getsockname()[1]))
+        sub = write_solution(tmp_path, "solution.py", text)
+        g = assay(
+            "grade",
+            str(TASKS / "probe"),
+            "--runtime",
+            "runsc",
+            "--submission",
+            str(sub),
+            tmp=tmp_path,
+        )
+    assert g.exit_code == 0, (g.stderr, g.verdict)
+
+
+def test_fork_bomb_on_gvisor_fails(tmp_path: Path) -> None:
+    # runsc runs without a pids cgroup limit (see docs/security.md): the bomb must still fail.
+    text = (
+        "import os, time\ndef solve(x):\n    for _ in range(10000):\n        try:\n"
+        "            if os.fork() == 0:\n                time.sleep(60)\n                os._exit(0)\n"
+        "        except OSError:\n            pass\n    return x\n"
+    )
+    sub = write_solution(tmp_path, "solution.py", text)
+    g = assay(
+        "grade", str(TASKS / "limits"), "--runtime", "runsc", "--submission", str(sub), tmp=tmp_path
+    )
+    assert g.exit_code == 1, g.stderr
+    assert g.verdict is not None and not g.verdict["passed"]
+    assert any(r.startswith("limit:") for r in g.reasons), g.reasons
