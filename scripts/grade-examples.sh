@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Set up (scripts/setup.sh), then grade every example with its known submissions:
+#   examples/<name>/solutions/correct  must pass   (assay grade exits 0)
+#   examples/<name>/solutions/wrong    must fail   (exits 1)
+#   examples/<name>/attempts/*         must fail   (honest attempts at an unsolvable canary)
+# Prints a table; exits non-zero if any outcome differs from its expectation.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+bash scripts/setup.sh
+
+ASSAY="$ROOT/.venv/bin/assay"
+LOGS="$(mktemp -d /tmp/assay-examples.XXXXXX)"
+trap 'rm -rf "$LOGS"' EXIT
+
+outcome() {
+    case "$1" in
+        0) echo pass ;;
+        1) echo fail ;;
+        2) echo "usage error" ;;
+        3) echo "no verdict" ;;
+        *) echo "exit $1" ;;
+    esac
+}
+
+rows=() bad=() n=0
+grade_one() {
+    local task="$1" sub="$2" want="$3" rc t0 secs got mark log
+    n=$((n + 1))
+    log="$LOGS/$n.log"
+    t0=$EPOCHREALTIME
+    rc=0
+    "$ASSAY" grade "$task" --submission "$sub" >"$log" 2>&1 </dev/null || rc=$?
+    secs="$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1fs", b - a }')"
+    got="$(outcome "$rc")"
+    if [ "$got" = "$want" ]; then mark=ok; else mark=MISMATCH; bad+=("$n|$task|${sub#"$task"/}"); fi
+    rows+=("$(basename "$task")|${sub#"$task"/}|$want|$got (exit $rc)|$secs|$mark")
+}
+
+for task in examples/*/; do
+    task="${task%/}"
+    [ -f "$task/task.toml" ] || continue
+    [ -d "$task/solutions/correct" ] && grade_one "$task" "$task/solutions/correct" pass
+    [ -d "$task/solutions/wrong" ] && grade_one "$task" "$task/solutions/wrong" fail
+    for attempt in "$task"/attempts/*/; do
+        [ -d "$attempt" ] && grade_one "$task" "${attempt%/}" fail
+    done
+done
+
+# --- assay matrix: not wired yet. ----------------------------------------------------------------
+# When `assay matrix` exists, run it here over the attack corpus and every tier, print its table,
+# and add its failures to "bad" so this script fails when a strict-tier cell is not "blocked".
+# -------------------------------------------------------------------------------------------------
+
+if [ "$n" -eq 0 ]; then
+    echo "grade-examples: no examples with solutions or attempts found under examples/" >&2
+    exit 1
+fi
+
+# awk rather than column(1), which a minimal Debian lacks.
+printf '%s\n' "example|submission|expected|got|time|" "${rows[@]}" | awk -F'|' '
+    { for (i = 1; i <= NF; i++) { cell[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) } }
+    END { for (r = 1; r <= NR; r++) {
+        line = ""
+        for (i = 1; i <= NF; i++) line = line sprintf("%-" w[i] + 2 "s", cell[r, i])
+        sub(/ +$/, "", line); print line } }'
+
+if [ "${#bad[@]}" -gt 0 ]; then
+    for b in "${bad[@]}"; do
+        IFS='|' read -r i task sub <<<"$b"
+        printf '\n--- %s %s (last lines of assay grade output) ---\n' "$task" "$sub"
+        tail -n 15 "$LOGS/$i.log"
+    done
+    printf '\ngrade-examples: %d of %d outcomes differ from what was expected\n' "${#bad[@]}" "$n" >&2
+    exit 1
+fi
+echo "grade-examples: all $n outcomes as expected"
