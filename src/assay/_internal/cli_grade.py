@@ -11,10 +11,10 @@ from rich.console import Console
 
 from assay.errors import AssayError, UsageError
 
+from .controller import Source
 from .grading import DEFAULT_IMAGE, grade, pick_tier
 from .keys import ensure_signing_key
 from .signing import sign_verdict
-from .strict import Source
 from .task import load_task
 from .verdict import Verdict
 

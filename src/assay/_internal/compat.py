@@ -28,20 +28,18 @@ from .compat_prep import (
     judge_binds,
     prepare,
 )
+from .controller import Grading, Source, new_grading_id
 from .firewall import FirewallLimits
 from .intake import (
     Refused,
     Submission,
-    from_path,
-    run_agent,
     spool_from_container,
     through_firewall,
 )
 from .junit import OVERSIZE, JUnitOutcome, parse_junit, reconcile
 from .runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
-from .strict import Clock, Source, _facts, new_grading_id
 from .task import Task
-from .verdict import CaseResult, Verdict, build_verdict, error_verdict
+from .verdict import CaseResult, Verdict, build_verdict
 
 REPORT = "junit.xml"
 REPORT_BYTES = 4 << 20
@@ -74,42 +72,22 @@ def grade_compat(
     if task.config.kind != "pytest":
         raise UsageError(f"task {task.id!r} is kind {task.config.kind!r}; t2 grades pytest tasks")
     check_layout(task)
-    gid = grading_id or new_grading_id()
-    clock = Clock()
-    images = {"base": rt.image_digest(image)}
-    submission: Submission | None = None
-
-    def fail(code: str) -> Verdict:
-        return error_verdict(_facts(task, "t2", rt, clock, images, submission, gid, []), code)
-
-    with GradingScope(rt, gid) as scope:
+    g = Grading(rt, task, "t2", image, gid=grading_id or new_grading_id())
+    with GradingScope(rt, g.gid) as scope:
         t0 = monotonic()
         prepared = prepare(scope, task, image)
-        clock.lap("judge_prepare", t0)
+        g.lap("judge_prepare", t0)
         if isinstance(prepared, Refused):
-            return fail(prepared.reason)
+            return g.fail(prepared.reason)
 
-        t0 = monotonic()
-        if source.agent_cmd is not None:
-            taken, _agent = run_agent(scope, task, image, source.agent_cmd, source.agent_dir)
-            clock.lap("agent", t0)
-        else:
-            assert source.path is not None
-            taken = from_path(scope, task, source.path)
-            clock.lap("intake", t0)
+        taken = g.take_submission(scope, source)
         if isinstance(taken, Refused):
-            return fail(taken.reason)
-        submission = taken
+            return g.fail(taken.reason)
 
         t0 = monotonic()
-        cases, extra = _verify(scope, task, image, submission, prepared)
-        clock.lap("verify", t0)
-        return build_verdict(
-            _facts(task, "t2", rt, clock, images, submission, gid, []),
-            cases,
-            len(prepared.expected_ids),
-            extra,
-        )
+        cases, extra = _verify(scope, task, image, taken, prepared)
+        g.lap("verify", t0)
+        return build_verdict(g.facts(), cases, len(prepared.expected_ids), extra)
 
 
 def _verify(

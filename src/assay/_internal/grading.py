@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from assay.errors import UsageError
 
+from .compat import grade_compat
+from .controller import Source
 from .runtime.docker import DockerRuntime
-from .strict import Source, grade_strict
+from .strict import grade_strict
 from .task import STRICT_KINDS, Task
 from .verdict import Verdict
 
@@ -34,4 +36,6 @@ def grade(task: Task, source: Source, tier: str, image: str, oci_runtime: str = 
     rt = DockerRuntime(oci_runtime=None if oci_runtime == "runc" else oci_runtime)
     if tier == "t3":
         return grade_strict(rt, task, source, image)
+    if tier == "t2":
+        return grade_compat(rt, task, source, image)
     raise UsageError(f"tier {tier} is not available in this build yet")

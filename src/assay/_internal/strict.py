@@ -10,78 +10,22 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from time import monotonic
 
+from .controller import Grading, Source, new_grading_id
 from .firewall import FirewallLimits
-from .intake import (
-    Refused,
-    Submission,
-    from_path,
-    run_agent,
-    single_file_tar,
-    spool_from_container,
-    through_firewall,
-)
+from .intake import Refused, single_file_tar, spool_from_container, through_firewall
 from .judge_report import verdict_from_judge
 from .runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
 from .strict_json import StrictJSONError, loads_strict
 from .task import Task
-from .verdict import ControllerFacts, Verdict, error_verdict
+from .verdict import Verdict
 
 INCONTAINER = Path(__file__).resolve().parent.parent / "_incontainer"
 JUDGE_LIMITS = Limits(memory_bytes=1 << 30, pids=64, cpus=1.0)
 MAX_INPUTS_BYTES = 16 << 20
 PHASE_SLACK_S = 30.0
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where the submission comes from: an agent run, or files produced elsewhere."""
-
-    agent_cmd: str | None = None
-    agent_dir: Path | None = None
-    path: Path | None = None
-
-
-@dataclass
-class Clock:
-    started: datetime = field(default_factory=lambda: datetime.now(UTC))
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def lap(self, phase: str, t0: float) -> None:
-        self.timings[phase] = round(self.timings.get(phase, 0.0) + monotonic() - t0, 6)
-
-
-def new_grading_id() -> str:
-    return "g-" + secrets.token_hex(8)
-
-
-def _facts(
-    task: Task,
-    tier: str,
-    rt: Runtime,
-    clock: Clock,
-    images: dict[str, str],
-    submission: Submission | None,
-    gid: str,
-    reasons: list[str],
-) -> ControllerFacts:
-    return ControllerFacts(
-        grading_id=gid,
-        task_id=task.id,
-        task_digest=task.digest,
-        tier=tier,  # type: ignore[arg-type]
-        runtime=rt.name,
-        submission_digest=submission.digest if submission else None,
-        started_at=clock.started,
-        ended_at=datetime.now(UTC),
-        timings=clock.timings,
-        image_digests=images,
-        reason_codes=tuple(reasons),
-    )
 
 
 def judge_spec(task: Task, image: str, gid: str) -> ContainerSpec:
@@ -148,26 +92,20 @@ def prepare_argv(task: Task, seed: str) -> tuple[str, ...]:
 def grade_strict(
     rt: Runtime, task: Task, source: Source, image: str, grading_id: str | None = None
 ) -> Verdict:
-    gid = grading_id or new_grading_id()
-    clock = Clock()
-    images = {"base": rt.image_digest(image)}
-    reasons: list[str] = []
-    submission: Submission | None = None
+    g = Grading(rt, task, "t3", image, gid=grading_id or new_grading_id())
     lim = task.config.limits
+    reasons: list[str] = []
 
-    def fail(code: str) -> Verdict:
-        return error_verdict(_facts(task, "t3", rt, clock, images, submission, gid, reasons), code)
-
-    with GradingScope(rt, gid) as scope:
+    with GradingScope(rt, g.gid) as scope:
         t0 = monotonic()
-        judge = scope.container(judge_spec(task, image, gid))
+        judge = scope.container(judge_spec(task, image, g.gid))
         prep = rt.exec(
             judge, prepare_argv(task, str(secrets.randbits(128))),
             deadline_s=lim.total_timeout, output_cap=MAX_INPUTS_BYTES,
         )  # fmt: skip
-        clock.lap("judge_prepare", t0)
+        g.lap("judge_prepare", t0)
         if prep.exit_code != 0:
-            return fail("judge:prepare-failed")
+            return g.fail("judge:prepare-failed")
         try:
             cases = loads_strict(prep.stdout, max_bytes=MAX_INPUTS_BYTES)
             n_cases = len(cases)
@@ -176,23 +114,14 @@ def grade_strict(
             (inputs / "cases.json").write_bytes(json.dumps(cases).encode())
             (inputs / "cases.json").chmod(0o644)
         except (StrictJSONError, TypeError) as exc:
-            reasons.append(f"judge:{getattr(exc, 'code', 'invalid-inputs')}")
-            return fail("judge:invalid-inputs")
+            return g.fail("judge:invalid-inputs", [f"judge:{getattr(exc, 'code', 'inputs')}"])
 
-        t0 = monotonic()
-        if source.agent_cmd is not None:
-            taken, _agent = run_agent(scope, task, image, source.agent_cmd, source.agent_dir)
-            clock.lap("agent", t0)
-        else:
-            assert source.path is not None
-            taken = from_path(scope, task, source.path)
-            clock.lap("intake", t0)
+        taken = g.take_submission(scope, source)
         if isinstance(taken, Refused):
-            return fail(taken.reason)
-        submission = taken
+            return g.fail(taken.reason)
 
         t0 = monotonic()
-        cand = scope.container(candidate_spec(task, image, gid, submission.files, inputs))
+        cand = scope.container(candidate_spec(task, image, g.gid, taken.files, inputs))
         per_case = lim.output_bytes * 4 // 3 + 1024
         run = rt.exec(
             cand, runner_argv(task),
@@ -213,27 +142,22 @@ def grade_strict(
             rt.pause(cand)
             spooled = spool_from_container(scope, cand, "/output", lim.artifact_bytes * 2, "out")
             if isinstance(spooled, Refused):
-                return fail(spooled.reason)
+                return g.fail(spooled.reason)
             with spooled.open("rb") as fh:
                 outs = through_firewall(
                     scope, fh, FirewallLimits(max_total_bytes=lim.artifact_bytes), None, None,
                     "output",
                 )  # fmt: skip
             if isinstance(outs, Refused):
-                return fail(outs.reason.replace("firewall:", "output-firewall:"))
+                return g.fail(outs.reason.replace("firewall:", "output-firewall:"))
             rt.put_archive(judge, "/exchange", outs.archive.read_bytes())
         scope.discard(cand)
-        clock.lap("candidate", t0)
+        g.lap("candidate", t0)
 
         t0 = monotonic()
         rt.put_archive(judge, "/exchange", exchange)
         cmp = rt.exec(judge, compare_argv(task), deadline_s=lim.total_timeout, output_cap=8 << 20)
-        clock.lap("judge_compare", t0)
+        g.lap("judge_compare", t0)
         if cmp.exit_code != 0:
-            return fail("judge:compare-failed")
-        return verdict_from_judge(
-            _facts(task, "t3", rt, clock, images, submission, gid, []),
-            cmp.stdout,
-            n_cases,
-            reasons,
-        )
+            return g.fail("judge:compare-failed")
+        return verdict_from_judge(g.facts(), cmp.stdout, n_cases, reasons)
