@@ -27,3 +27,6 @@ main.add_command(firewall)
 from assay._internal.cli_batch import grade_many_cmd  # noqa: E402
 
 main.add_command(grade_many_cmd)
+from assay._internal.cli_bench import bench_cmd  # noqa: E402
+
+main.add_command(bench_cmd)

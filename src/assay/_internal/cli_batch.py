@@ -45,11 +45,12 @@ from .batch import (
     load_tasks,
     run_batch,
 )
+from .controller import Source
 from .grading import DEFAULT_IMAGE, pick_tier
 from .keys import ensure_signing_key
 from .observed import ObservedRuntime
 from .runtime.docker import START_DOCKER_FIX, DockerRuntime
-from .strict import Source, grade_strict
+from .strict import grade_strict
 from .task import Task
 from .verdict import Verdict
 
