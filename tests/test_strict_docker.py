@@ -127,3 +127,11 @@ def test_control_solution_passes_limits_task(tmp_path: Path) -> None:
     sub = write_solution(tmp_path, "solution.py", "def solve(x):\n    return x\n")
     g = assay("grade", str(TASKS / "limits"), "--submission", str(sub), tmp=tmp_path)
     assert g.exit_code == 0, (g.stderr, g.verdict)
+
+
+@pytest.mark.parametrize(("reads", "code"), [(False, 0), (True, 0)])
+def test_large_stdin_never_blocks_the_runner(reads: bool, code: int, tmp_path: Path) -> None:
+    body = "import sys\nsys.stdin.read()\n" if reads else "import time\ntime.sleep(0.5)\n"
+    sub = write_solution(tmp_path, "x.py", body + "print('ok')\n")
+    g = assay("grade", str(TASKS / "bigstdin"), "--submission", str(sub), tmp=tmp_path)
+    assert g.exit_code == code, (g.stderr, g.verdict)

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+from typing import Any, NoReturn
 
 MAX_RUNNER_BYTES = 256 << 20
 MAX_DEPTH = 64
@@ -23,8 +24,8 @@ class Invalid(Exception):
     pass
 
 
-def _no_dupes(pairs):
-    obj = {}
+def _no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
     for k, v in pairs:
         if k in obj:
             raise Invalid(f"duplicate key {k[:40]!r}")
@@ -32,11 +33,11 @@ def _no_dupes(pairs):
     return obj
 
 
-def _no_constants(name):
+def _no_constants(name: str) -> NoReturn:
     raise Invalid(f"non-finite number {name}")
 
 
-def parse_json(raw, cap):
+def parse_json(raw: bytes, cap: int) -> Any:
     if len(raw) > cap:
         raise Invalid("oversize")
     try:
@@ -58,14 +59,16 @@ def parse_json(raw, cap):
     return value
 
 
-def load_module(path, name):
+def load_module(path: str, name: str) -> Any:
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"judge: cannot load {path}")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def cmd_prepare(a):
+def cmd_prepare(a: argparse.Namespace) -> None:
     if a.cases:
         with open(os.path.join("/judge", a.cases), "rb") as fh:
             cases = json.loads(fh.read())
@@ -80,7 +83,7 @@ def cmd_prepare(a):
     json.dump([{"id": c["id"], "input": c["input"]} for c in cases], sys.stdout)
 
 
-def same(expected, actual):
+def same(expected: Any, actual: Any) -> bool:
     """Type-aware equality: True != 1 != 1.0 here, unlike Python's ==."""
     if type(expected) is not type(actual):
         if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
@@ -94,10 +97,10 @@ def same(expected, actual):
         return expected.keys() == actual.keys() and all(
             same(expected[k], actual[k]) for k in expected
         )
-    return expected == actual
+    return bool(expected == actual)
 
 
-def close(expected, actual, tol):
+def close(expected: Any, actual: Any, tol: float) -> bool:
     if isinstance(expected, bool) or isinstance(actual, bool):
         return same(expected, actual)
     if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
@@ -109,14 +112,14 @@ def close(expected, actual, tol):
     return same(expected, actual)
 
 
-def canon(v):
+def canon(v: Any) -> str:
     return json.dumps(v, sort_keys=True, separators=(",", ":"))
 
 
-def read_tree(root):
+def read_tree(root: str) -> dict[str, str]:
     """Regular files under root as {relpath: text}; the controller's firewall already
     normalised this tree, and anything else is refused rather than followed."""
-    files = {}
+    files: dict[str, str] = {}
     if not os.path.isdir(root):
         return files
     for dirpath, _dirnames, filenames in os.walk(root, followlinks=False):
@@ -131,7 +134,7 @@ def read_tree(root):
     return files
 
 
-def actual_value(kind, rc, index, cap):
+def actual_value(kind: str, rc: dict[str, Any], index: int, cap: int) -> Any:
     raw = base64.b64decode(rc["output_b64"], validate=True)
     if kind == "function":
         return parse_json(raw, cap)
@@ -144,7 +147,7 @@ def actual_value(kind, rc, index, cap):
     return {"files": read_tree(f"/exchange/output/{index}")}
 
 
-def cmd_compare(a):
+def cmd_compare(a: argparse.Namespace) -> None:
     with open(STATE, encoding="utf-8") as fh:
         cases = json.load(fh)
     reasons = []
@@ -209,7 +212,7 @@ def cmd_compare(a):
     json.dump({"cases": report, "reasons": sorted(set(reasons))}, sys.stdout)
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare")

@@ -105,9 +105,17 @@ def scratch_full_then_clean() -> bool:
     return full
 
 
-def run_one(argv, stdin_bytes, cwd, timeout, cap, result_pipe, env):
+def run_one(
+    argv: list[str],
+    stdin_bytes: bytes,
+    cwd: str,
+    timeout: float,
+    cap: int,
+    result_pipe: bool,
+    env: dict[str, str],
+) -> tuple[str, int | None, dict[str, bytes], str | None, float]:
     """Run argv; return (status, exit_code, outputs dict, limit, seconds)."""
-    extra = ()
+    extra: tuple[int, ...] = ()
     rfd = wfd = None
     if result_pipe:
         rfd, wfd = os.pipe()
@@ -130,29 +138,41 @@ def run_one(argv, stdin_bytes, cwd, timeout, cap, result_pipe, env):
         return "error", None, {"stderr": str(exc).encode()}, None, 0.0
     if wfd is not None:
         os.close(wfd)
-    try:
-        proc.stdin.write(stdin_bytes)
-    except (BrokenPipeError, OSError):
-        pass
-    proc.stdin.close()
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     bufs = {"stdout": bytearray(), "stderr": bytearray(), "result": bytearray()}
     sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
-    sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
+    pending = memoryview(stdin_bytes)
+    if pending:
+        # Fed through the selector: a candidate that never reads must not block the runner.
+        os.set_blocking(proc.stdin.fileno(), False)
+        sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, "stdin")
+    else:
+        proc.stdin.close()
+    sel.register(proc.stdout.fileno(), selectors.EVENT_READ, "stdout")
+    sel.register(proc.stderr.fileno(), selectors.EVENT_READ, "stderr")
     if rfd is not None:
         sel.register(rfd, selectors.EVENT_READ, "result")
     limit = None
     status = "ok"
-    while sel.get_map():
+    while any(k.data != "stdin" for k in sel.get_map().values()):
         left = timeout - (time.monotonic() - t0)
         if left <= 0:
             status, limit = "timeout", "time"
             break
         for key, _ in sel.select(timeout=min(left, 0.5)):
-            fd = key.fileobj if isinstance(key.fileobj, int) else key.fileobj.fileno()
+            fd = int(key.fd)
+            if key.data == "stdin":
+                try:
+                    pending = pending[os.write(fd, pending[:65536]) :]
+                except (BrokenPipeError, BlockingIOError, OSError):
+                    pending = pending[:0]
+                if not pending:
+                    sel.unregister(fd)
+                    proc.stdin.close()
+                continue
             chunk = os.read(fd, 65536)
             if not chunk:
-                sel.unregister(key.fileobj)
+                sel.unregister(fd)
                 continue
             bufs[key.data].extend(chunk)
             if len(bufs[key.data]) > cap:
@@ -160,6 +180,8 @@ def run_one(argv, stdin_bytes, cwd, timeout, cap, result_pipe, env):
                 break
         if limit:
             break
+    if not proc.stdin.closed:
+        proc.stdin.close()
     if status == "ok":
         try:
             proc.wait(timeout=max(timeout - (time.monotonic() - t0), 0.01))
@@ -170,19 +192,19 @@ def run_one(argv, stdin_bytes, cwd, timeout, cap, result_pipe, env):
         proc.kill()
     proc.wait()  # reap our own child before kill_others' waitpid(-1) could steal its status
     kill_others()
-    for f in (proc.stdout, proc.stderr):
-        f.close()
+    proc.stdout.close()
+    proc.stderr.close()
     if rfd is not None:
         os.close(rfd)
     outs = {k: bytes(v[:cap]) for k, v in bufs.items()}
     return status, proc.returncode if status == "ok" else None, outs, limit, seconds
 
 
-def case_env():
+def case_env() -> dict[str, str]:
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
 
 
-def safe_rel(name):
+def safe_rel(name: str) -> bool:
     parts = name.split("/")
     return bool(name) and not name.startswith("/") and all(p not in ("", ".", "..") for p in parts)
 
@@ -198,6 +220,10 @@ def main() -> None:
     ap.add_argument("--output-cap", type=int, required=True)
     ap.add_argument("--cases", default="/inputs/cases.json")
     a = ap.parse_args()
+    if os.getuid() == 0 or b"init" not in open("/proc/1/cmdline", "rb").read():
+        # kill_others() kills every process it may: only sane inside a container's own
+        # pid namespace (PID 1 is docker-init) and never with root's reach.
+        raise SystemExit("runner: refusing to run outside an unprivileged container")
     make_non_dumpable()
     TRUSTED.update(live_pids())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
