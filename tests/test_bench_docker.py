@@ -1,0 +1,51 @@
+"""`assay bench --quick` runs on a real engine and writes the figures issue 7 names."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.docker
+
+KEYS = (
+    "ratio_t3_t0_wall",
+    "ratio_t3_overhead_floor",
+    "strict_gradings_per_min",
+    "controller_peak_rss_mb",
+)
+
+
+def test_quick_bench_writes_the_figures(tmp_path: Path) -> None:
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "config"))
+    env.setdefault("ASSAY_BASE_IMAGE", "assay-base:latest")
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "assay", "bench", "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(out.read_text())
+    for key in KEYS:
+        assert key in r
+    assert r["ratio_t3_overhead_floor"] > 0
+    assert r["strict_gradings_per_min"] > 0
+    assert 10 < r["controller_peak_rss_mb"] < 1000
+    assert set(r["throughput_per_min"]) == {"1", "2", "4", "8"}
+    assert r["floor_s"]["median"] > 0
+    t3 = r["latency"]["t3/function"]
+    assert t3["containers"] == 2 and t3["not_passed"] == []
+    assert r["throughput_not_passed"] == 0
+    # Either T0 was measured (and the ratio is a number) or the output says why not.
+    assert (r["ratio_t3_t0_wall"] is not None and math.isfinite(r["ratio_t3_t0_wall"])) or (
+        "t0" in r["unavailable"]
+    )
+    assert "targets" in proc.stdout
