@@ -20,9 +20,10 @@ pytestmark = pytest.mark.docker
 class ScanningRuntime(DockerRuntime):
     """A real Docker runtime that scans each container for the needles before removing it."""
 
-    needles: list[bytes] = []
-    findings: list[str] = []
-    scanned: list[str] = []
+    needles: ClassVar[list[bytes]] = []
+    findings: ClassVar[list[str]] = []
+    scanned: ClassVar[list[str]] = []
+    roles: ClassVar[list[str]] = []
 
     def remove(self, cid: str) -> None:
         if cid not in self.scanned:
@@ -34,8 +35,6 @@ class ScanningRuntime(DockerRuntime):
                 f"{role}: {f}" for f in scan_container_for_secret(container, self.needles)
             )
         super().remove(cid)
-
-    roles: list[str] = []
 
 
 ADD = "printf 'def add(a, b):\\n    return a + b\\n' > solution.py"
