@@ -4,6 +4,7 @@ candidate; T3 and T2) is scanned for the key's bytes and path just before it is 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from click.testing import CliRunner
