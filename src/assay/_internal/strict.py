@@ -17,7 +17,8 @@ from .controller import Grading, Source, new_grading_id
 from .firewall import FirewallLimits
 from .intake import Refused, single_file_tar, spool_from_container, through_firewall
 from .judge_report import verdict_from_judge
-from .runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
+from .overlap import Background
+from .runtime import Bind, ContainerSpec, ExecResult, GradingScope, Limits, Runtime, Scratch
 from .strict_json import StrictJSONError, loads_strict
 from .task import Task
 from .verdict import Verdict
@@ -97,31 +98,45 @@ def grade_strict(
     reasons: list[str] = []
 
     with GradingScope(rt, g.gid) as scope:
-        t0 = monotonic()
-        judge = scope.container(judge_spec(task, image, g.gid))
-        prep = rt.exec(
-            judge, prepare_argv(task, str(secrets.randbits(128))),
-            deadline_s=lim.total_timeout, output_cap=MAX_INPUTS_BYTES,
-        )  # fmt: skip
-        g.lap("judge_prepare", t0)
+        inputs = scope.tempdir("inputs")
+        inputs.chmod(0o755)
+        seed = str(secrets.randbits(128))
+
+        def start_judge() -> tuple[str, ExecResult]:
+            t0 = monotonic()
+            judge = scope.container(judge_spec(task, image, g.gid))
+            prep = rt.exec(
+                judge, prepare_argv(task, seed),
+                deadline_s=lim.total_timeout, output_cap=MAX_INPUTS_BYTES,
+            )  # fmt: skip
+            g.lap("judge_prepare", t0)
+            return judge, prep
+
+        # The judge starts and prepares while the submission is taken and the candidate's
+        # container starts (docs/performance.md). They share nothing, and the candidate runs no
+        # code until the runner is started, after its inputs are in place.
+        cand: str | None = None
+        with Background(start_judge) as judge_job:
+            taken = g.take_submission(scope, source)
+            if not isinstance(taken, Refused):
+                t0 = monotonic()
+                cand = scope.container(candidate_spec(task, image, g.gid, taken.files, inputs))
+                g.lap("candidate_start", t0)
+        judge, prep = judge_job.result()
         if prep.exit_code != 0:
             return g.fail("judge:prepare-failed")
         try:
             cases = loads_strict(prep.stdout, max_bytes=MAX_INPUTS_BYTES)
             n_cases = len(cases)
-            inputs = scope.tempdir("inputs")
-            inputs.chmod(0o755)
             (inputs / "cases.json").write_bytes(json.dumps(cases).encode())
             (inputs / "cases.json").chmod(0o644)
         except (StrictJSONError, TypeError) as exc:
             return g.fail("judge:invalid-inputs", [f"judge:{getattr(exc, 'code', 'inputs')}"])
-
-        taken = g.take_submission(scope, source)
         if isinstance(taken, Refused):
             return g.fail(taken.reason)
+        assert cand is not None
 
         t0 = monotonic()
-        cand = scope.container(candidate_spec(task, image, g.gid, taken.files, inputs))
         per_case = lim.output_bytes * 4 // 3 + 1024
         run = rt.exec(
             cand, runner_argv(task),
@@ -151,13 +166,18 @@ def grade_strict(
             if isinstance(outs, Refused):
                 return g.fail(outs.reason.replace("firewall:", "output-firewall:"))
             rt.put_archive(judge, "/exchange", outs.archive.read_bytes())
-        scope.discard(cand)
         g.lap("candidate", t0)
 
-        t0 = monotonic()
-        rt.put_archive(judge, "/exchange", exchange)
-        cmp = rt.exec(judge, compare_argv(task), deadline_s=lim.total_timeout, output_cap=8 << 20)
-        g.lap("judge_compare", t0)
+        # The candidate's removal overlaps the comparison; it is joined (and its failure
+        # raised) before any verdict leaves this function.
+        with Background(lambda: scope.discard(cand)) as removal:
+            t0 = monotonic()
+            rt.put_archive(judge, "/exchange", exchange)
+            cmp = rt.exec(
+                judge, compare_argv(task), deadline_s=lim.total_timeout, output_cap=8 << 20
+            )
+            g.lap("judge_compare", t0)
+        removal.result()
         if cmp.exit_code != 0:
             return g.fail("judge:compare-failed")
         return verdict_from_judge(g.facts(), cmp.stdout, n_cases, reasons)
