@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import os
@@ -11,28 +10,15 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from helpers.hostile_corpus import corpus
 
 from assay._internal.firewall import Accepted, FirewallLimits, Rejected, check
 from assay._internal.materialise import materialise
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def _load_corpus() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "make_hostile_corpus", ROOT / "scripts" / "make_hostile_corpus.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-corpus = _load_corpus()
 REJECTS = [c for c in corpus.CASES if c.expect != "accept"]
 ACCEPTS = [c for c in corpus.CASES if c.expect == "accept"]
 

@@ -19,7 +19,32 @@ from assay._internal.tarread import ByteSource, Member, read_members
 from assay._internal.tarsource import CHUNK, copy_range, open_source
 from assay._internal.tarwrite import END_OF_ARCHIVE, header
 
-__all__ = ["Accepted", "FirewallError", "FirewallLimits", "ManifestEntry", "Rejected", "check"]
+__all__ = [
+    "RULES",
+    "Accepted",
+    "FirewallError",
+    "FirewallLimits",
+    "ManifestEntry",
+    "Rejected",
+    "check",
+]
+
+# Every Rejected.rule check() can return; stable ids, documented in docs/firewall.md.
+RULES = frozenset({
+    # the stream
+    "format", "truncated", "trailing-data", "compression", "expansion-ratio", "archive-size",
+    # extended headers
+    "pax-header", "gnu-header", "header-conflict",
+    # names
+    "encoding", "control-char", "backslash", "absolute-path", "dot-dot", "empty-name",
+    "path-length", "component-length", "depth", "strip-prefix",
+    # two members, one file
+    "duplicate", "case-collision", "unicode-collision", "path-conflict", "entry-count",
+    # member types
+    "link", "device", "fifo", "contiguous", "sparse", "member-type",
+    # sizes
+    "file-size", "total-size",
+})  # fmt: skip
 
 # Member kinds that are never written; each names the rule that rejects a kept one.
 _TYPE_RULES = {
@@ -169,8 +194,9 @@ def _admit(
 
 
 def _emit(plan: _Plan, replay: BinaryIO, base: int, sink: BinaryIO) -> Accepted:
+    # Every parent gets an explicit entry, so materialise never creates a directory implicitly.
     dirs = set(plan.dirs)
-    for path, _, _, _ in plan.files:
+    for path in [*plan.dirs, *(path for path, _, _, _ in plan.files)]:
         parts = path.split("/")
         dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
     entries = sorted(

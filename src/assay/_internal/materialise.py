@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from assay._internal.tarbase import DEFAULT_LIMITS, FirewallError, FirewallLimits, Violation
-from assay._internal.tarnames import split_name
+from assay._internal.tarnames import Catalogue, split_name
 from assay._internal.tarread import Member, read_members
 from assay._internal.tarwrite import header
 
@@ -87,8 +87,10 @@ def materialise(normalised: BinaryIO, dest: Path, limits: FirewallLimits | None 
 def _write_all(src: _Plain, stack: _DirStack, limits: FirewallLimits) -> None:
     previous = ""
     count = total = 0
-    for member in read_members(src, limits):
+    catalogue = Catalogue(limits)  # the same duplicate and collision rules as check()
+    for member in read_members(src, limits, exact_end=True):
         parts = _canonical_parts(member, limits)
+        catalogue.add(parts, member.kind)
         path = "/".join(parts)
         if path <= previous:  # the firewall sorts by path string; this also rules out duplicates
             raise Violation(
@@ -146,6 +148,9 @@ def _write_file(src: _Plain, member: Member, name: str, parent: int) -> None:
         os.fchmod(fd, mode)
     finally:
         os.close(fd)
+    padding = src.read(-member.size % 512)
+    if padding.count(0) != len(padding):
+        raise Violation("not-normalised", "the padding after a file is not zero.", member.display)
 
 
 class _DirStack:

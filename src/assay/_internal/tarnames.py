@@ -167,7 +167,8 @@ class Catalogue:
 
 
 class Globs:
-    """Artifact patterns: '*' and '?' and '[..]' within one component, '**' across components."""
+    """Artifact patterns: '*', '?' and '[..]' within one component ('*' matches dotfiles too);
+    '**' matches zero or more whole components, one or more when it ends the pattern."""
 
     def __init__(self, patterns: Sequence[str]) -> None:
         if isinstance(patterns, str):
@@ -199,6 +200,8 @@ def _match(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
     def at(i: int, j: int) -> bool:
         if i == len(pattern):
             return j == len(parts)
+        if pattern[i] == "**" and i == len(pattern) - 1:
+            return j < len(parts)  # a trailing "dir/**" means what is inside dir, as in gitignore
         if pattern[i] == "**":
             return at(i + 1, j) or (j < len(parts) and at(i, j + 1))
         return j < len(parts) and fnmatch.fnmatchcase(parts[j], pattern[i]) and at(i + 1, j + 1)

@@ -95,8 +95,13 @@ def padded(size: int) -> int:
     return -(-size // BLOCK) * BLOCK
 
 
-def read_members(src: ByteSource, limits: FirewallLimits) -> Iterator[Member]:
-    """Yield members in stream order; the caller may read a member's data before asking for more."""
+def read_members(
+    src: ByteSource, limits: FirewallLimits, *, exact_end: bool = False
+) -> Iterator[Member]:
+    """Yield members in stream order; the caller may read a member's data before asking for more.
+
+    exact_end: the stream must end right after the two zero blocks (no record padding).
+    """
     pax: dict[str, bytes] | None = None
     long_name: bytes | None = None
     long_link: bytes | None = None
@@ -109,7 +114,7 @@ def read_members(src: ByteSource, limits: FirewallLimits) -> Iterator[Member]:
             if pax is not None or long_name is not None or long_link is not None:
                 rule = "pax-header" if pax is not None else "gnu-header"
                 raise Violation(rule, "an extended header is not followed by a member.", where)
-            _read_end(src, where)
+            _read_end(src, where, 0 if exact_end else _TRAILING_MAX)
             return
         hdr = _parse_header(block, where)
         kind = KINDS.get(hdr.typeflag)
@@ -368,7 +373,7 @@ def _read_payload(src: ByteSource, size: int, cap: int, rule: str, where: str) -
     return _read_exact(src, padded(size), "an extended header", where)
 
 
-def _read_end(src: ByteSource, where: str) -> None:
+def _read_end(src: ByteSource, where: str, allowed_zeros: int) -> None:
     """Two zero blocks end the archive; anything but zeros after them is a hidden second archive."""
     second = _read_exact(src, BLOCK, "the end-of-archive marker", where)
     if any(second):
@@ -381,7 +386,7 @@ def _read_end(src: ByteSource, where: str) -> None:
     seen = 0
     while chunk := src.read(64 * 1024):
         seen += len(chunk)
-        if chunk.count(0) != len(chunk) or seen > _TRAILING_MAX:
+        if chunk.count(0) != len(chunk) or seen > allowed_zeros:
             raise Violation(
                 "trailing-data", "there is data after the end-of-archive marker.", where
             )
