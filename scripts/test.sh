@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Set up (scripts/setup.sh), then run every check: ruff, mypy, the whole pytest suite (Docker
+# tests included), and finally assert that nothing labelled assay.grading was left behind.
+#
+#   bash scripts/test.sh [extra pytest args...]
+#
+# Every step runs even when an earlier one failed; the exit status is non-zero if any failed.
+# "No tests ran" (pytest exit 5) is a failure. ASSAY_TEST_WORKERS=N sets pytest-xdist workers
+# (default 2; 0 runs in one process).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+bash scripts/setup.sh
+
+# This is the whole suite: a leftover opt-out from an interactive shell must not shrink it.
+unset ASSAY_NO_DOCKER
+BIN="$ROOT/.venv/bin"
+WORKERS="${ASSAY_TEST_WORKERS:-2}"
+failed=()
+
+step() { printf '\n=== %s\n' "$*"; }
+
+labelled() {
+    # One line per leftover object, "<kind> <id>", across the three kinds the harness creates.
+    local c v n
+    c="$(docker ps -aq --no-trunc --filter label=assay.grading)" \
+        && v="$(docker volume ls -q --filter label=assay.grading)" \
+        && n="$(docker network ls -q --no-trunc --filter label=assay.grading)" \
+        || return 1
+    [ -z "$c" ] || sed 's/^/container /' <<<"$c"
+    [ -z "$v" ] || sed 's/^/volume /' <<<"$v"
+    [ -z "$n" ] || sed 's/^/network /' <<<"$n"
+}
+before="$(labelled)" || before=""
+
+step "ruff check"
+"$BIN/ruff" check . </dev/null || failed+=("ruff")
+
+step "mypy"
+"$BIN/mypy" </dev/null || failed+=("mypy")
+
+step "pytest"
+xdist=()
+[ "$WORKERS" != 0 ] && xdist=(-n "$WORKERS")
+rc=0
+"$BIN/pytest" "${xdist[@]}" "$@" </dev/null || rc=$?
+case "$rc" in
+    0) ;;
+    5) failed+=("pytest (no tests ran)") ;;
+    *) failed+=("pytest (exit $rc)") ;;
+esac
+
+step "leftovers labelled assay.grading"
+if ! after="$(labelled)"; then
+    failed+=("leftover check (docker did not answer)")
+elif [ -n "$after" ]; then
+    # Objects that predate the run are still a failure, but marked so the blame is clear.
+    awk -v before="$before" '
+        BEGIN { n = split(before, b, "\n"); for (i = 1; i <= n; i++) old[b[i]] = 1 }
+        NR <= 30 { print $0 ($0 in old ? "  (already there before the suite started)" : "") }
+        END { if (NR > 30) print "... and " NR - 30 " more" }' <<<"$after"
+    failed+=("leftovers: $(wc -l <<<"$after") object(s) labelled assay.grading")
+else
+    echo "none"
+fi
+
+echo
+if [ "${#failed[@]}" -gt 0 ]; then
+    printf 'test.sh: FAILED: %s\n' "$(IFS=,; echo "${failed[*]}" | sed 's/,/, /g')" >&2
+    exit 1
+fi
+echo "test.sh: all checks passed"
