@@ -349,3 +349,27 @@ def test_materialise_refuses_raw_hostile_archives(case, tmp_path) -> None:  # ty
         materialise(io.BytesIO(case.build()), dest)
     assert os.listdir(tmp_path) == ["out"]
     assert os.listdir(dest) == []
+
+
+@PROPS
+@given(
+    st.lists(any_member, max_size=6), st.booleans(),
+    st.lists(st.tuples(st.integers(0, 2**16), st.integers(0, 255), st.sampled_from(["flip", "cut"])),
+             min_size=1, max_size=4),
+)  # fmt: skip
+def test_damaged_archives_never_crash_the_firewall(members, compress, mutations) -> None:  # type: ignore[no-untyped-def]
+    """Byte-level damage to any archive (headers, PAX records, gzip) gives a verdict, not a crash."""
+    data = bytearray(build(members, compress))
+    for index, value, how in mutations:
+        i = index % (len(data) + 1)
+        if how == "flip" and i < len(data):
+            data[i] = value
+        elif how == "cut":
+            del data[i:]
+    sink = io.BytesIO()
+    result = check(io.BytesIO(bytes(data)), sink)
+    if isinstance(result, Rejected):
+        assert result.rule in RULES
+        assert sink.getvalue() == b""
+    else:
+        assert_accepted_is_sound(result, sink.getvalue())
