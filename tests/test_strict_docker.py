@@ -135,3 +135,32 @@ def test_large_stdin_never_blocks_the_runner(reads: bool, code: int, tmp_path: P
     sub = write_solution(tmp_path, "x.py", body + "print('ok')\n")
     g = assay("grade", str(TASKS / "bigstdin"), "--submission", str(sub), tmp=tmp_path)
     assert g.exit_code == code, (g.stderr, g.verdict)
+
+
+SLOT_WRITER = """import os, shutil, sys
+src, dst = sys.argv[1], sys.argv[2]
+shutil.copy(os.path.join(src, "in.txt"), os.path.join(dst, "out.txt"))
+if dst.endswith("/0"):
+    # Case 0 tries to answer case 1 in advance, and to plant its input.
+    os.makedirs("/output/1", exist_ok=True)
+    with open("/output/1/out.txt", "w") as fh:
+        fh.write("FORGED\\n")
+    os.makedirs("/tmp/in", exist_ok=True)
+if dst.endswith("/1") and open(os.path.join(src, "in.txt")).read() != "beta\\n":
+    sys.exit(3)
+"""
+
+
+def test_transform_case_cannot_write_another_cases_slot(tmp_path: Path) -> None:
+    sub = write_solution(tmp_path, "t.py", SLOT_WRITER)
+    g = assay("grade", str(TASKS / "slots"), "--submission", str(sub), tmp=tmp_path)
+    # Passing means case 1 saw its own input and its own output, not case 0's forgery.
+    assert g.exit_code == 0, (g.stderr, g.verdict)
+
+
+def test_transform_output_symlink_is_refused(tmp_path: Path) -> None:
+    text = "import os, sys\nos.symlink('/etc/passwd', os.path.join(sys.argv[2], 'out.txt'))\n"
+    sub = write_solution(tmp_path, "t.py", text)
+    g = assay("grade", str(TASKS / "slots"), "--submission", str(sub), tmp=tmp_path)
+    assert g.exit_code == 1
+    assert any(r.startswith("output-firewall:") for r in g.reasons), g.reasons

@@ -9,6 +9,7 @@ open /proc/<runner>/fd/1 or its memory and forge other cases' results.
 
 import base64
 import ctypes
+import io
 import json
 import os
 import selectors
@@ -16,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 
 PR_SET_DUMPABLE = 4
@@ -87,14 +89,31 @@ def kill_others() -> int:
     return found
 
 
+def reset_path(path: str) -> None:
+    """Remove whatever is at path without following it."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
+def pack_output(outdir: str) -> bytes:
+    """The case's output folder as a tar, links and special files included as such (the
+    controller's firewall refuses them); bounded by the size of the /output volume."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        if os.path.isdir(outdir) and not os.path.islink(outdir):
+            for entry in sorted(os.listdir(outdir)):
+                tf.add(os.path.join(outdir, entry), arcname=entry, recursive=True)
+    return buf.getvalue()
+
+
 def scratch_full_then_clean() -> bool:
     """True if the candidate filled /tmp; then empty it so the next case starts clean.
     Only called once every candidate process is dead, so nothing races the cleanup."""
     st = os.statvfs("/tmp")
     full = st.f_bavail * st.f_frsize < (256 << 10)
     for entry in os.scandir("/tmp"):
-        if entry.name == "in":
-            continue
         try:
             if entry.is_dir(follow_symlinks=False):
                 shutil.rmtree(entry.path, ignore_errors=True)
@@ -246,9 +265,10 @@ def main() -> None:
                 argv += [str(x) for x in payload.get("args", [])]
                 stdin = payload.get("stdin", "").encode()
             else:
-                indir, outdir = f"/tmp/in/{index}", f"/output/{index}"
-                os.makedirs(indir)
-                os.makedirs(outdir)
+                indir, outdir = "/tmp/in", f"/output/{index}"
+                for fresh in (indir, outdir):  # an earlier case may have planted anything here
+                    reset_path(fresh)
+                    os.makedirs(fresh)
                 for name, text in payload.get("files", {}).items():
                     if not safe_rel(name):
                         raise SystemExit(f"runner: unsafe input file name {name!r}")
@@ -259,6 +279,17 @@ def main() -> None:
         status, code, outs, limit, secs = run_one(
             argv, stdin, cwd, a.case_timeout, a.output_cap, result_pipe, case_env()
         )
+        packed = b""
+        if a.kind == "transform":
+            # Captured now, while no candidate process lives, so no later case can touch
+            # this case's slot; the controller firewalls each archive on its own.
+            try:
+                packed = pack_output(f"/output/{index}")
+            except OSError:  # e.g. a file the candidate made unreadable
+                status, limit = "error", None
+            reset_path(f"/output/{index}")
+            if len(packed) > a.output_cap:
+                packed, status, limit = b"", "limit", "output"
         if scratch_full_then_clean():
             status, limit = "limit", "disk"
         for name in CGROUP_COUNTERS:
@@ -274,7 +305,7 @@ def main() -> None:
                 "exit_code": code,
                 "duration_s": round(secs, 6),
                 "output_b64": base64.b64encode(
-                    outs["result"] if a.kind == "function" else outs["stdout"]
+                    {"function": outs["result"], "cli": outs["stdout"]}.get(a.kind, packed)
                 ).decode(),
             }
         )

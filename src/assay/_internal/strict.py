@@ -8,14 +8,19 @@ The candidate never holds an expected value; the judge never runs candidate code
 
 from __future__ import annotations
 
+import base64
+import binascii
+import io
 import json
 import secrets
+import tarfile
 from pathlib import Path
 from time import monotonic
+from typing import Any
 
 from .controller import Grading, Source, new_grading_id
 from .firewall import FirewallLimits
-from .intake import Refused, single_file_tar, spool_from_container, through_firewall
+from .intake import Refused, single_file_tar, through_firewall
 from .judge_report import verdict_from_judge
 from .overlap import Background
 from .runtime import Bind, ContainerSpec, ExecResult, GradingScope, Limits, Runtime, Scratch
@@ -90,6 +95,60 @@ def prepare_argv(task: Task, seed: str) -> tuple[str, ...]:
     return ("python3", "-I", "/assay/judge.py", "prepare", "--seed", seed, *src)
 
 
+def transform_outputs(
+    scope: GradingScope, runner_out: bytes, cases: list[dict[str, Any]], cap: int
+) -> bytes | Refused:
+    """Each case's output archive through the firewall on its own (the candidate -> judge
+    boundary), then one archive of `output/<index>/...` for the judge. A runner report the
+    controller cannot read yields no outputs: the judge then fails every case on it."""
+    try:
+        report = loads_strict(runner_out, max_bytes=len(runner_out) + 1)
+        by_id = {c["id"]: c for c in report["cases"] if c.get("status") == "ok"}
+    except (StrictJSONError, TypeError, KeyError, AttributeError):
+        return single_dir_tar("output")
+    index = {case["id"]: i for i, case in enumerate(cases)}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as combined:
+        add_dir(combined, "output")
+        for case_id, rc in by_id.items():
+            if case_id not in index:
+                continue
+            try:
+                raw = base64.b64decode(rc["output_b64"], validate=True)
+            except (binascii.Error, TypeError, KeyError):
+                return Refused("output-firewall:bad-encoding", str(case_id)[:64], "not base64")
+            out = through_firewall(
+                scope, io.BytesIO(raw), FirewallLimits(max_total_bytes=cap), None, None, "output"
+            )
+            if isinstance(out, Refused):
+                return Refused(out.reason.replace("firewall:", "output-firewall:"), out.member,
+                               out.detail)  # fmt: skip
+            prefix = f"output/{index[case_id]}"
+            add_dir(combined, prefix)
+            for entry in out.accepted.manifest:
+                if entry.kind == "dir":
+                    add_dir(combined, f"{prefix}/{entry.path}")
+                else:
+                    data = (out.files / entry.path).read_bytes()
+                    info = tarfile.TarInfo(f"{prefix}/{entry.path}")
+                    info.size, info.mode = len(data), 0o644
+                    combined.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def add_dir(tf: tarfile.TarFile, name: str) -> None:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode = tarfile.DIRTYPE, 0o755
+    tf.addfile(info)
+
+
+def single_dir_tar(name: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        add_dir(tf, name)
+    return buf.getvalue()
+
+
 def grade_strict(
     rt: Runtime, task: Task, source: Source, image: str, grading_id: str | None = None
 ) -> Verdict:
@@ -154,18 +213,10 @@ def grade_strict(
             reasons.append("limit:pids")
         exchange = single_file_tar("runner.json", run.stdout)
         if task.config.kind == "transform" and not (run.timed_out or run.truncated):
-            rt.pause(cand)
-            spooled = spool_from_container(scope, cand, "/output", lim.artifact_bytes * 2, "out")
-            if isinstance(spooled, Refused):
-                return g.fail(spooled.reason)
-            with spooled.open("rb") as fh:
-                outs = through_firewall(
-                    scope, fh, FirewallLimits(max_total_bytes=lim.artifact_bytes), None, None,
-                    "output",
-                )  # fmt: skip
-            if isinstance(outs, Refused):
-                return g.fail(outs.reason.replace("firewall:", "output-firewall:"))
-            rt.put_archive(judge, "/exchange", outs.archive.read_bytes())
+            outputs = transform_outputs(scope, run.stdout, cases, lim.artifact_bytes)
+            if isinstance(outputs, Refused):
+                return g.fail(outputs.reason)
+            rt.put_archive(judge, "/exchange", outputs)
         g.lap("candidate", t0)
 
         # The candidate's removal overlaps the comparison; it is joined (and its failure
