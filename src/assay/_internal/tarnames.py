@@ -23,7 +23,8 @@ def split_name(name: str, limits: FirewallLimits, *, is_dir: bool) -> tuple[str,
             "path-length",
             f"the name has {len(name)} characters, over the cap of {limits.max_path_chars}.",
         )
-    for ch in name:
+    # Printable ASCII has no control or format characters; only other names need the lookup.
+    for ch in "" if name.isascii() and name.isprintable() else name:
         if unicodedata.category(ch) in _FORBIDDEN_CATEGORIES:
             raise Violation(
                 "control-char",
@@ -51,7 +52,7 @@ def split_name(name: str, limits: FirewallLimits, *, is_dir: bool) -> tuple[str,
 def _check_component(part: str, limits: FirewallLimits) -> None:
     # Compatibility forms matter: Windows "best fit" code pages and NFKC-normalising tools turn
     # FULLWIDTH FULL STOP into '.', FULLWIDTH SOLIDUS into '/', and so on.
-    compat = unicodedata.normalize("NFKC", part)
+    compat = part if part.isascii() else unicodedata.normalize("NFKC", part)  # ASCII is NFKC
     if part == ".." or compat == "..":
         raise Violation(
             "dot-dot",
