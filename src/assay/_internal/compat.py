@@ -37,7 +37,15 @@ from .intake import (
     through_firewall,
 )
 from .junit import OVERSIZE, JUnitOutcome, parse_junit, reconcile
-from .runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
+from .runtime import (
+    Bind,
+    ContainerSpec,
+    GradingScope,
+    Limits,
+    Runtime,
+    RuntimeError_,
+    Scratch,
+)
 from .task import Task
 from .verdict import CaseResult, Verdict, build_verdict
 
@@ -111,7 +119,13 @@ def _verify(
         scope.discard(cid)
         timeouts = [CaseResult(id=i, status="timeout", duration_s=0.0) for i in ids]
         return timeouts, ["limit:total-time", *limits]
-    rt.pause(cid)  # freeze anything the candidate left running before reading the report
+    try:
+        rt.pause(cid)  # freeze anything the candidate left running before reading the report
+    except RuntimeError_:
+        # Unfreezable even after retries: the report cannot be read consistently.
+        scope.discard(cid)
+        errors = [CaseResult(id=i, status="error", duration_s=0.0) for i in ids]
+        return errors, ["limit:freeze", *limits]
     raw = _read_report(scope, cid)
     scope.discard(cid)
     if isinstance(raw, str):

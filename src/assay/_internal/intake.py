@@ -17,7 +17,15 @@ from assay.errors import UsageError
 
 from .firewall import Accepted, FirewallLimits, Rejected, check
 from .materialise import materialise
-from .runtime import ArchiveTooLarge, Bind, ContainerSpec, GradingScope, Limits, Scratch
+from .runtime import (
+    ArchiveTooLarge,
+    Bind,
+    ContainerSpec,
+    GradingScope,
+    Limits,
+    RuntimeError_,
+    Scratch,
+)
 from .task import Task
 
 WORKSPACE = "/workspace"
@@ -149,7 +157,14 @@ def run_agent(
         capture=False,
     )
     run = AgentRun(res.exit_code, res.timed_out, res.duration_s)
-    rt.pause(cid)
+    events = rt.limit_events(cid)
+    try:
+        rt.pause(cid)
+    except RuntimeError_:
+        # Unfreezable after retries: its files cannot be read consistently, so it fails.
+        scope.discard(cid)
+        limit = "pids" if events.get("pids", 0) else "freeze"
+        return Refused(f"limit:agent-{limit}", WORKSPACE, "the agent could not be frozen"), run
     events = rt.limit_events(cid)
     cap = task.config.limits.artifact_bytes * 2 + (1 << 20)  # tar headers on top of content
     spooled = spool_from_container(scope, cid, WORKSPACE, cap, "agent")

@@ -129,7 +129,16 @@ class DockerRuntime:
             pass  # already stopped: the goal state holds
 
     def pause(self, cid: str) -> None:
-        self._call("pause", self._api.pause, cid)
+        # The cgroup freezer can give up while a fork bomb or a busy loop runs; it usually
+        # succeeds on a later try.
+        for attempt in range(10):
+            try:
+                self._call("pause", self._api.pause, cid)
+                break
+            except RuntimeError_:
+                if attempt == 9:
+                    raise
+                time.sleep(0.1 * (attempt + 1))
         self._paused.add(cid)
 
     def remove(self, cid: str) -> None:
