@@ -23,6 +23,8 @@ DOCKERD_PIDFILE=/var/run/docker.pid
 DAEMON_JSON=/etc/docker/daemon.json
 ENGINE_WAIT_S="${ASSAY_ENGINE_WAIT_S:-60}"
 export DEBIAN_FRONTEND=noninteractive
+# docker.io recommends needrestart, which would otherwise restart services mid-install.
+export NEEDRESTART_SUSPEND=1
 
 say() { printf 'setup: %s\n' "$*"; }
 warn() { printf 'setup: warning: %s\n' "$*" >&2; }
@@ -62,7 +64,7 @@ as_root() {
     if [ "$(id -u)" -eq 0 ]; then
         "$@"
     elif command -v sudo >/dev/null 2>&1; then
-        sudo --preserve-env=DEBIAN_FRONTEND,http_proxy,https_proxy,no_proxy "$@"
+        sudo --preserve-env=DEBIAN_FRONTEND,NEEDRESTART_SUSPEND,http_proxy,https_proxy,no_proxy "$@"
     else
         die "this step needs root: $* (run setup.sh as root)"
     fi
