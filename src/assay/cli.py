@@ -30,3 +30,6 @@ main.add_command(grade_many_cmd)
 from assay._internal.cli_bench import bench_cmd  # noqa: E402
 
 main.add_command(bench_cmd)
+from assay._internal.cli_matrix import matrix_cmd  # noqa: E402
+
+main.add_command(matrix_cmd)

@@ -3,7 +3,7 @@
 import json
 import os
 
-_TRUTH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "truth.json")
+_TRUTH = os.path.join(os.path.dirname(os.path.realpath(__file__)), "truth.json")
 
 
 def solve(x):
