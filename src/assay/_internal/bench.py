@@ -61,15 +61,15 @@ T3_VS_T0 = (("t3", "add"), ("t0", "add-pytest"))
 
 @dataclass(frozen=True)
 class Settings:
-    samples: int = 12
-    floor_samples: int = 12
+    samples: int = 20
+    floor_samples: int = 40
     throughput_levels: tuple[int, ...] = (1, 2, 4, 8)
     per_worker: int = 8
     minimum_batch: int = 12
 
     @classmethod
     def quick(cls) -> Settings:
-        return cls(samples=3, floor_samples=4, per_worker=2, minimum_batch=4)
+        return cls(samples=3, floor_samples=6, per_worker=2, minimum_batch=4)
 
     def batch_size(self, parallelism: int) -> int:
         return max(self.minimum_batch, self.per_worker * parallelism)
@@ -136,8 +136,8 @@ def available_tiers() -> tuple[dict[str, TierFn], dict[str, str]]:
         missing["t2"] = f"compat tier not in this build ({exc})"
     try:
         # Imported by name: the baselines may be absent from a build, and bench says so.
-        naive = importlib.import_module("assay._internal.baselines").grade_naive
-        fns["t0"] = lambda rt, t, sub, img, gid: naive(rt, t, Source(path=sub), img, gid)
+        baseline = importlib.import_module("assay._internal.baselines").grade_baseline
+        fns["t0"] = lambda rt, t, sub, img, gid: baseline(rt, t, Source(path=sub), img, "t0", gid)
     except (ImportError, AttributeError) as exc:
         missing["t0"] = f"naive baseline not in this build ({exc})"
     return fns, missing
@@ -159,31 +159,26 @@ def measure_floor(client: Any, image: str, n: int) -> list[float]:
     return walls
 
 
-def measure_latency(
-    rt: ObservedRuntime, fn: TierFn, task: Task, submission: Path, image: str, n: int
-) -> Series:
-    s = Series()
-    fn(rt, task, submission, image, gid := new_grading_id())  # warm caches; not counted
-    rt.take(gid)
-    for _ in range(n):
-        gid = new_grading_id()
-        cpu0, mach0, t0 = time.process_time(), machine_cpu_s(), time.monotonic()
-        try:
-            v = fn(rt, task, submission, image, gid)
-        finally:
-            wall = time.monotonic() - t0
-            cpu, mach = time.process_time() - cpu0, machine_cpu_s() - mach0
-            stats = rt.take(gid)
-        if not v.passed:
-            s.not_passed.append(f"{gid}: {', '.join(v.reason_codes) or 'cases failed'}")
-        s.wall.append(wall)
-        s.cpu_controller.append(cpu)
-        s.cpu_machine.append(mach)
-        s.overhead.append(max(wall - sum(c.duration_s for c in v.cases), 0.0))
-        s.containers.append(stats.containers)
-        s.ops.append(dict(stats.seconds))
-        s.phases.append(dict(v.timings))
-    return s
+def sample_grading(
+    s: Series, rt: ObservedRuntime, fn: TierFn, task: Task, submission: Path, image: str
+) -> None:
+    gid = new_grading_id()
+    cpu0, mach0, t0 = time.process_time(), machine_cpu_s(), time.monotonic()
+    try:
+        v = fn(rt, task, submission, image, gid)
+    finally:
+        wall = time.monotonic() - t0
+        cpu, mach = time.process_time() - cpu0, machine_cpu_s() - mach0
+        stats = rt.take(gid)
+    if not v.passed:
+        s.not_passed.append(f"{gid}: {', '.join(v.reason_codes) or 'cases failed'}")
+    s.wall.append(wall)
+    s.cpu_controller.append(cpu)
+    s.cpu_machine.append(mach)
+    s.overhead.append(max(wall - sum(c.duration_s for c in v.cases), 0.0))
+    s.containers.append(stats.containers)
+    s.ops.append(dict(stats.seconds))
+    s.phases.append(dict(v.timings))
 
 
 def measure_throughput(
@@ -262,41 +257,54 @@ def run_bench(
     fns, missing = available_tiers()
     rt.image_digest(image)
 
-    say(f"floor: {settings.floor_samples} x docker run --rm {image} true")
-    floor = measure_floor(client, image, settings.floor_samples)
+    plan = [
+        (tier, case, load_task(case.paths(examples)[0]))
+        for tier in ("t0", "t2", "t3")
+        if tier in fns
+        for case in PLAN[tier]
+    ]
+    series: dict[tuple[str, str], Series] = {(t, c.task): Series() for t, c, _ in plan}
+    floor: list[float] = []
+    # Rounds interleave the floor and every tier, so a machine whose load drifts (other jobs,
+    # thermal limits) skews all of them alike instead of whichever ran during the bad minute.
+    # Round 0 warms caches (image, page cache, Python imports) and is not counted.
+    per_round = max(1, round(settings.floor_samples / settings.samples))
+    say(
+        f"latency: {settings.samples} rounds of {per_round} bare container(s) + "
+        + ", ".join(f"{t} {c.kind}" for t, c, _ in plan)
+    )
+    for rnd in range(settings.samples + 1):
+        walls = measure_floor(client, image, per_round)
+        if rnd:
+            floor.extend(walls)
+        for tier, case, task in plan:
+            s = series[(tier, case.task)] if rnd else Series()
+            sample_grading(s, rt, fns[tier], task, case.paths(examples)[1], image)
     floor_med = median(floor)
 
     latency: dict[str, dict[str, Any]] = {}
-    series: dict[tuple[str, str], Series] = {}
-    for tier in ("t0", "t2", "t3"):
-        if tier not in fns:
-            continue
-        for case in PLAN[tier]:
-            task_dir, sub = case.paths(examples)
-            say(f"latency: {tier} {case.kind} ({case.task}) x {settings.samples}")
-            task = load_task(task_dir)
-            s = measure_latency(rt, fns[tier], task, sub, image, settings.samples)
-            series[(tier, case.task)] = s
-            n_containers = round(median(s.containers))
-            latency[f"{tier}/{case.kind}"] = {
-                "task": case.task,
-                "n": len(s.wall),
-                "wall_median_s": round(median(s.wall), 4),
-                "wall_p90_s": round(p90(s.wall), 4),
-                "cpu_controller_median_s": round(median(s.cpu_controller), 4),
-                "cpu_controller_p90_s": round(p90(s.cpu_controller), 4),
-                "cpu_machine_median_s": round(median(s.cpu_machine), 4),
-                "cpu_machine_p90_s": round(p90(s.cpu_machine), 4),
-                "overhead_median_s": round(median(s.overhead), 4),
-                "containers": n_containers,
-                "floor_s": round(n_containers * floor_med, 4),
-                "overhead_over_floor": round(median(s.overhead) / (n_containers * floor_med), 3)
-                if n_containers
-                else None,
-                "not_passed": s.not_passed,
-                "ops_median_s": _op_medians(s),
-                "phases_median_s": _phase_medians(s),
-            }
+    for tier, case, _task in plan:
+        s = series[(tier, case.task)]
+        n_containers = round(median(s.containers))
+        latency[f"{tier}/{case.kind}"] = {
+            "task": case.task,
+            "n": len(s.wall),
+            "wall_median_s": round(median(s.wall), 4),
+            "wall_p90_s": round(p90(s.wall), 4),
+            "cpu_controller_median_s": round(median(s.cpu_controller), 4),
+            "cpu_controller_p90_s": round(p90(s.cpu_controller), 4),
+            "cpu_machine_median_s": round(median(s.cpu_machine), 4),
+            "cpu_machine_p90_s": round(p90(s.cpu_machine), 4),
+            "overhead_median_s": round(median(s.overhead), 4),
+            "containers": n_containers,
+            "floor_s": round(n_containers * floor_med, 4),
+            "overhead_over_floor": round(median(s.overhead) / (n_containers * floor_med), 3)
+            if n_containers
+            else None,
+            "not_passed": s.not_passed,
+            "ops_median_s": _op_medians(s),
+            "phases_median_s": _phase_medians(s),
+        }
 
     throughput: dict[str, float] = {}
     throughput_bad = 0
