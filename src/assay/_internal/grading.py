@@ -6,12 +6,13 @@ from assay.errors import UsageError
 
 from .compat import grade_compat
 from .controller import Source
+from .images import DEFAULT_BASE_IMAGE
 from .runtime.docker import DockerRuntime
 from .strict import grade_strict
 from .task import STRICT_KINDS, Task
 from .verdict import Verdict
 
-DEFAULT_IMAGE = "assay-base:latest"
+DEFAULT_IMAGE = DEFAULT_BASE_IMAGE
 
 
 def pick_tier(task: Task, requested: str | None, unsafe_baseline: bool) -> str:
