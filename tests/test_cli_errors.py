@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e import EXAMPLES, TASKS
+from e2e import EXAMPLES, TASKS, our_grading
 
 
 def _run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None):  # type: ignore[no-untyped-def]
@@ -64,22 +64,6 @@ def test_baseline_tier_needs_explicit_flag(tmp_path: Path) -> None:
     assert p.returncode == 2 and "unsafe" in p.stderr
 
 
-def _our_grading(rt, marker: Path) -> str | None:  # type: ignore[no-untyped-def]
-    """The grading whose candidate runs for this test: its judge mounts our private task copy
-    (other gradings may run beside this test, so labels alone cannot tell them apart)."""
-    ours = {
-        c["Labels"]["assay.grading"]
-        for c in rt._api.containers(filters={"label": "assay.role=judge"})
-        if any(m.get("Source", "").startswith(str(marker)) for m in c.get("Mounts", []))
-    }
-    running = {
-        c["Labels"]["assay.grading"]
-        for c in rt._api.containers(filters={"label": "assay.role=candidate"})
-    }
-    both = ours & running
-    return both.pop() if both else None
-
-
 @pytest.mark.docker
 def test_ctrl_c_mid_grading_leaves_nothing(tmp_path: Path, docker_runtime) -> None:  # type: ignore[no-untyped-def]
     task = tmp_path / "limits"
@@ -100,7 +84,7 @@ def test_ctrl_c_mid_grading_leaves_nothing(tmp_path: Path, docker_runtime) -> No
     gid = None
     deadline = time.monotonic() + 60
     while gid is None and time.monotonic() < deadline:
-        gid = _our_grading(docker_runtime, task)
+        gid = our_grading(docker_runtime, task)
         time.sleep(0.05)
     assert gid is not None, "candidate never started"
     proc.send_signal(signal.SIGINT)

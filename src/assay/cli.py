@@ -33,3 +33,6 @@ main.add_command(bench_cmd)
 from assay._internal.cli_matrix import matrix_cmd  # noqa: E402
 
 main.add_command(matrix_cmd)
+from assay._internal.cli_gc import gc_cmd  # noqa: E402
+
+main.add_command(gc_cmd)

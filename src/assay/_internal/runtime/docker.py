@@ -23,6 +23,7 @@ from .base import (
     ExecResult,
     RuntimeError_,
 )
+from .owner import OWNER_LABEL, owner_is_dead, this_owner
 
 _CGROUP_EVENTS = (
     ("pids", "pids/docker/{cid}/pids.events", "max"),
@@ -56,7 +57,7 @@ class DockerRuntime:
     # -- lifecycle -------------------------------------------------------------------------
 
     def create(self, spec: ContainerSpec) -> str:
-        labels = {LABEL: spec.grading_id, ROLE_LABEL: spec.role}
+        labels = {LABEL: spec.grading_id, ROLE_LABEL: spec.role, OWNER_LABEL: this_owner()}
         mounts = [
             Mount(target=b.target, source=str(b.source), type="bind", read_only=b.read_only)
             for b in spec.binds
@@ -336,6 +337,19 @@ class DockerRuntime:
                 if "active mounts" not in str(exc) or attempt == 49:
                     raise RuntimeError_(f"could not remove volume {name[:12]}: {exc}") from exc
                 time.sleep(0.1)
+
+    def orphans(self) -> set[str]:
+        """Grading ids whose every labelled container or volume belongs to a dead controller."""
+        found: dict[str, bool] = {}
+        items = self._api.containers(all=True, filters=self._filters(None))
+        items += self._api.volumes(filters=self._filters(None)).get("Volumes") or []
+        for item in items:
+            labels = item.get("Labels") or {}
+            gid = labels.get(LABEL)
+            if gid:
+                dead = owner_is_dead(labels.get(OWNER_LABEL, ""))
+                found[gid] = found.get(gid, True) and dead is True
+        return {gid for gid, dead in found.items() if dead}
 
     def leftovers(self, grading_id: str | None = None) -> list[str]:
         f = self._filters(grading_id)
