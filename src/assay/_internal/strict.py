@@ -16,17 +16,20 @@ import secrets
 import tarfile
 from pathlib import Path
 from time import monotonic
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .controller import Grading, Source, new_grading_id
 from .firewall import FirewallLimits
 from .intake import Refused, single_file_tar, through_firewall
-from .judge_report import verdict_from_judge
+from .judge_report import INVALID_OUTPUT, verdict_from_judge
 from .overlap import Background
 from .runtime import Bind, ContainerSpec, ExecResult, GradingScope, Limits, Runtime, Scratch
 from .strict_json import StrictJSONError, loads_strict
 from .task import Task
 from .verdict import Verdict
+
+if TYPE_CHECKING:
+    from .judgepool import JudgePool
 
 INCONTAINER = Path(__file__).resolve().parent.parent / "_incontainer"
 JUDGE_LIMITS = Limits(memory_bytes=1 << 30, pids=64, cpus=1.0)
@@ -150,8 +153,15 @@ def single_dir_tar(name: str) -> bytes:
 
 
 def grade_strict(
-    rt: Runtime, task: Task, source: Source, image: str, grading_id: str | None = None
+    rt: Runtime,
+    task: Task,
+    source: Source,
+    image: str,
+    grading_id: str | None = None,
+    judges: JudgePool | None = None,
 ) -> Verdict:
+    """`judges`: borrow a reset judge from this pool instead of starting a fresh one (batch
+    grading only; docs/security.md). The caller must call `judges.finish(gid)` afterwards."""
     g = Grading(rt, task, "t3", image, gid=grading_id or new_grading_id())
     lim = task.config.limits
     reasons: list[str] = []
@@ -163,7 +173,12 @@ def grade_strict(
 
         def start_judge() -> tuple[str, ExecResult]:
             t0 = monotonic()
-            judge = scope.container(judge_spec(task, image, g.gid))
+            if judges is not None and judges.reusable(task):
+                judge, reused = judges.acquire(task, image, g.gid)
+                if reused:
+                    reasons.append("note:judge-reused")
+            else:
+                judge = scope.container(judge_spec(task, image, g.gid))
             prep = rt.exec(
                 judge, prepare_argv(task, seed),
                 deadline_s=lim.total_timeout, output_cap=MAX_INPUTS_BYTES,
@@ -231,4 +246,7 @@ def grade_strict(
         removal.result()
         if cmp.exit_code != 0:
             return g.fail("judge:compare-failed")
-        return verdict_from_judge(g.facts(), cmp.stdout, n_cases, reasons)
+        verdict = verdict_from_judge(g.facts(), cmp.stdout, n_cases, reasons)
+        if judges is not None and INVALID_OUTPUT not in verdict.reason_codes:
+            judges.release(g.gid)  # only a judge that behaved to the end serves again
+        return verdict
