@@ -547,6 +547,12 @@ def _() -> bytes:
     return tar(pax([(b"comment", b"x" * MIB)]), member(b"a", b"x"))
 
 
+@case("pax-record-flood", "pax-header", "thousands of tiny xattr records per member (CPU time)")
+def _() -> bytes:
+    records = [(b"SCHILY.xattr.user.%d" % i, b"") for i in range(3000)]
+    return tar(pax(records), member(b"a", b"x"))
+
+
 # Malformed headers and streams
 
 

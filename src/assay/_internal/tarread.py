@@ -53,6 +53,8 @@ _PAX_IGNORED = frozenset(
 # Extended attributes and ACLs (file capabilities included) are dropped, never applied.
 _PAX_IGNORED_PREFIXES = ("SCHILY.xattr.", "LIBARCHIVE.xattr.", "SCHILY.acl.")
 _UTF8_CHARSET = b"ISO-IEC 10646 2000 UTF-8"
+# Real writers emit a handful of records; thousands of tiny xattr records per member only cost time.
+_MAX_PAX_RECORDS = 128
 
 
 class ByteSource(Protocol):
@@ -354,6 +356,10 @@ def _parse_pax(payload: bytes, where: str) -> dict[str, bytes]:
             # An empty value means "fall back to the ustar field" in POSIX but not in every reader.
             raise Violation("pax-header", f"the PAX {key} is empty.", where)
         records[key] = value
+        if len(records) > _MAX_PAX_RECORDS:
+            raise Violation(
+                "pax-header", f"a PAX header has over {_MAX_PAX_RECORDS} records.", where
+            )
         pos = end
     return records
 
