@@ -49,7 +49,12 @@ def _events(tmp: Path) -> list[dict[str, object]]:
 
 
 def _grading_ids(tmp: Path) -> set[str]:
+    """Every label the batch used: one per grading, plus its judge pool's."""
     return {str(e["grading_id"]) for e in _events(tmp) if e.get("event") == "start"}
+
+
+def _job_starts(events: list[dict[str, object]]) -> list[str]:
+    return [str(e["id"]) for e in events if e["event"] == "start" and e["id"] != "judge-pool"]
 
 
 def _check_all(tmp: Path, expect: dict[str, bool]) -> None:
@@ -88,7 +93,8 @@ def test_batch_grades_correctly(tmp_path: Path, docker_runtime: DockerRuntime) -
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     _check_all(tmp_path, expect)
-    assert len(_grading_ids(tmp_path)) == 12
+    assert sorted(_job_starts(_events(tmp_path))) == sorted(expect)
+    assert sum(e["event"] == "start" and e["id"] == "judge-pool" for e in _events(tmp_path)) == 1
     assert _leftovers(docker_runtime, _grading_ids(tmp_path)) == []
 
 
@@ -107,7 +113,7 @@ def test_interrupted_batch_resumes_without_regrading(
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     second = _events(tmp_path)[first_events:]
-    regraded = {str(e["id"]) for e in second if e["event"] == "start"}
+    regraded = set(_job_starts(second))
     skipped = {str(e["id"]) for e in second if e["event"] == "skipped"}
     assert {f"{i}.dsse.json" for i in skipped} == done_first
     assert regraded == set(expect) - skipped

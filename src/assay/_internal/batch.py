@@ -29,7 +29,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -84,6 +84,13 @@ class Outcome:
     grading_id: str | None = None
     wall_s: float = 0.0
     resumed: bool = False
+
+
+@dataclass(frozen=True)
+class Shared:
+    name: str
+    grading_id: str
+    close: Callable[[], object]
 
 
 @dataclass
@@ -379,7 +386,11 @@ def run_batch(
     sweep: SweepFn | None = None,
     cancel: CancelFn | None = None,
     progress: Progress | None = None,
+    shared: Sequence[Shared] = (),
 ) -> BatchResult:
+    """`shared`: containers that serve many gradings (a judge pool). Their label is logged
+    before any grading starts and closed after the last one ends, so a killed run's next run
+    sweeps them like any unfinished grading."""
     if parallelism < 1:
         raise UsageError("--jobs must be at least 1")
     progress = progress or Progress()
@@ -400,7 +411,14 @@ def run_batch(
             log.write("run", jobs=len(jobs), to_grade=len(todo), resumed=tally.resumed)
             progress.on_plan(len(todo), tally.resumed)
             run = _Run(out, tasks, grade, private_key, log, tally, progress, cancel)
-            run.schedule(todo, parallelism)
+            for res in shared:
+                log.write("start", id=res.name, grading_id=res.grading_id)
+            try:
+                run.schedule(todo, parallelism)
+            finally:
+                for res in shared:
+                    res.close()
+                    log.write("end", id=res.name, grading_id=res.grading_id)
             lost = run.engine_gone.is_set()
             result = BatchResult(
                 tally,

@@ -39,6 +39,7 @@ from .batch import (
     Job,
     Outcome,
     Progress,
+    Shared,
     Tally,
     jobs_from_dir,
     jobs_from_manifest,
@@ -47,6 +48,7 @@ from .batch import (
 )
 from .controller import Source
 from .grading import DEFAULT_IMAGE, pick_tier
+from .judgepool import JudgePool
 from .keys import ensure_signing_key
 from .observed import ObservedRuntime
 from .runtime.docker import START_DOCKER_FIX, DockerRuntime
@@ -81,7 +83,7 @@ def batch_client(parallelism: int) -> Any:
 
 
 def make_grader(
-    rt: ObservedRuntime, tasks: dict[Path, Task], image: str
+    rt: ObservedRuntime, tasks: dict[Path, Task], image: str, judges: JudgePool | None
 ) -> tuple[GradeFn, dict[str, str]]:
     tiers = {t.id: pick_tier(t, None, unsafe_baseline=False) for t in tasks.values()}
     if "t2" in tiers.values():
@@ -91,11 +93,13 @@ def make_grader(
         source = Source(path=submission)
         try:
             if tiers[task.id] == "t3":
-                return grade_strict(rt, task, source, image, gid)
+                return grade_strict(rt, task, source, image, gid, judges=judges)
             from .compat import grade_compat
 
             return grade_compat(rt, task, source, image, gid)
         finally:
+            if judges is not None:
+                judges.finish(gid)
             rt.take(gid)
 
     return grade, tiers
@@ -127,6 +131,12 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 @click.option("--base-image", default=lambda: os.environ.get("ASSAY_BASE_IMAGE", DEFAULT_IMAGE))
 @click.option("--runtime", "oci_runtime", type=click.Choice(["runc", "runsc"]), default="runc")
 @click.option("--key", type=click.Path(dir_okay=False, path_type=Path), help="Signing key.")
+@click.option(
+    "--fresh-judge",
+    is_flag=True,
+    help="Start a fresh judge container per grading instead of reusing a reset one per task "
+    "(docs/security.md).",
+)
 def grade_many_cmd(
     task_dir: Path | None,
     manifest: Path | None,
@@ -136,6 +146,7 @@ def grade_many_cmd(
     base_image: str,
     oci_runtime: str,
     key: Path | None,
+    fresh_judge: bool,
 ) -> None:
     """Grade many submissions; one signed verdict each, a summary, and resume on rerun.
 
@@ -155,11 +166,13 @@ def grade_many_cmd(
             DockerRuntime(client=client, oci_runtime=None if oci_runtime == "runc" else oci_runtime)
         )
         rt.image_digest(base_image)  # a missing image is one usage error, not N job errors
-        grade, tiers = make_grader(rt, tasks, base_image)
+        judges = None if fresh_judge else JudgePool(rt, max_idle_per_task=parallelism)
+        shared = [Shared("judge-pool", judges.gid, judges.close)] if judges else []
+        grade, tiers = make_grader(rt, tasks, base_image, judges)
         err.print(
             f"{len(jobs)} job(s), {len(tasks)} task(s) "
             f"[{', '.join(sorted(f'{t}:{tier}' for t, tier in tiers.items()))}], "
-            f"--jobs {parallelism}, out {out}",
+            f"--jobs {parallelism}, {'fresh' if fresh_judge else 'reused'} judges, out {out}",
             markup=False,
         )
         with _progress(err) as progress:
@@ -173,6 +186,7 @@ def grade_many_cmd(
                 sweep=rt.inner.sweep,
                 cancel=rt.cancel,
                 progress=progress,
+                shared=shared,
             )
     except KeyboardInterrupt:
         err.print("interrupted before any grading started")
