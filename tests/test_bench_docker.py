@@ -39,10 +39,13 @@ def test_quick_bench_writes_the_figures(tmp_path: Path) -> None:
     assert r["ratio_t3_overhead_floor"] > 0
     assert r["strict_gradings_per_min"] > 0
     assert 10 < r["controller_peak_rss_mb"] < 1000
-    assert set(r["throughput_per_min"]) == {"1", "2", "4", "8"}
+    for mode in ("reused_judge", "fresh_judge"):
+        assert set(r["throughput_per_min"][mode]) == {"1", "2", "4", "8"}
     assert r["floor_s"]["median"] > 0
     t3 = r["latency"]["t3/function"]
     assert t3["containers"] == 2 and t3["not_passed"] == []
+    reused = r["latency"]["t3-reused-judge/function"]
+    assert reused["containers"] == 1 and reused["not_passed"] == []
     assert r["throughput_not_passed"] == 0
     # Either T0 was measured (and the ratio is a number) or the output says why not.
     assert (r["ratio_t3_t0_wall"] is not None and math.isfinite(r["ratio_t3_t0_wall"])) or (

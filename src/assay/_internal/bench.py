@@ -27,6 +27,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from .batch import jobs_from_dir, load_tasks, new_grading_id, run_batch
+from .judgepool import JudgePool
 from .observed import ObservedRuntime
 from .runtime import LABEL, Runtime
 from .task import Task, load_task
@@ -51,12 +52,14 @@ class Case:
 
 # The same function (add) is a strict task for T3 and a pytest suite for the pytest tiers: T0
 # models harnesses that run the task's pytest tests next to the candidate, so it has no other form.
+REUSED = "t3-reused-judge"
+"""T3 as `assay grade-many` runs it by default: a reset judge borrowed per task."""
 PLAN: dict[str, tuple[Case, ...]] = {
     "t3": (Case("function", "add"), Case("cli", "wordcount")),
     "t2": (Case("pytest", "add-pytest"),),
     "t0": (Case("pytest", "add-pytest"),),
+    REUSED: (Case("function", "add"),),
 }
-T3_VS_T0 = (("t3", "add"), ("t0", "add-pytest"))
 
 
 @dataclass(frozen=True)
@@ -64,12 +67,12 @@ class Settings:
     samples: int = 20
     floor_samples: int = 40
     throughput_levels: tuple[int, ...] = (1, 2, 4, 8)
-    per_worker: int = 8
+    per_worker: int = 6
     minimum_batch: int = 12
 
     @classmethod
     def quick(cls) -> Settings:
-        return cls(samples=3, floor_samples=6, per_worker=2, minimum_batch=4)
+        return cls(samples=3, floor_samples=6, per_worker=1, minimum_batch=4)
 
     def batch_size(self, parallelism: int) -> int:
         return max(self.minimum_batch, self.per_worker * parallelism)
@@ -243,6 +246,47 @@ def machine_description(client: Any, oci_runtime: str) -> dict[str, Any]:
     }
 
 
+def _latency_row(case: Case, s: Series, floor_med: float) -> dict[str, Any]:
+    n_containers = round(median(s.containers))
+    return {
+        "task": case.task,
+        "n": len(s.wall),
+        "wall_median_s": round(median(s.wall), 4),
+        "wall_p90_s": round(p90(s.wall), 4),
+        "cpu_controller_median_s": round(median(s.cpu_controller), 4),
+        "cpu_controller_p90_s": round(p90(s.cpu_controller), 4),
+        "cpu_machine_median_s": round(median(s.cpu_machine), 4),
+        "cpu_machine_p90_s": round(p90(s.cpu_machine), 4),
+        "overhead_median_s": round(median(s.overhead), 4),
+        "containers": n_containers,
+        "floor_s": round(n_containers * floor_med, 4),
+        "overhead_over_floor": round(median(s.overhead) / (n_containers * floor_med), 3)
+        if n_containers
+        else None,
+        "not_passed": s.not_passed,
+        "ops_median_s": _op_medians(s),
+        "phases_median_s": _phase_medians(s),
+    }
+
+
+def with_pool(pool: JudgePool) -> TierFn:
+    """T3 as `assay grade-many` runs it: the judge borrowed from a pool, reset between uses."""
+    from .controller import Source
+    from .strict import grade_strict
+
+    def fn(rt: Runtime, task: Task, sub: Path, image: str, gid: str) -> Verdict:
+        try:
+            return grade_strict(rt, task, Source(path=sub), image, gid, judges=pool)
+        finally:
+            pool.finish(gid)
+
+    return fn
+
+
+def _ratio(a: Series | None, b: Series | None) -> float | None:
+    return round(median(a.wall) / median(b.wall), 3) if a and b and a.wall and b.wall else None
+
+
 def run_bench(
     client: Any,
     rt: ObservedRuntime,
@@ -256,10 +300,89 @@ def run_bench(
     machine = machine_description(client, oci_runtime)
     fns, missing = available_tiers()
     rt.image_digest(image)
+    pool = JudgePool(rt)
+    try:
+        fns[REUSED] = with_pool(pool)
+        floor, series, plan = _latency_rounds(client, rt, fns, image, settings, examples, say)
+    finally:
+        pool.close()
+    floor_med = median(floor)
+    latency = {
+        f"{tier}/{case.kind}": _latency_row(case, series[(tier, case.task)], floor_med)
+        for tier, case, _ in plan
+    }
 
+    add_dir, add_sub = Case("function", "add").paths(examples)
+    rss_before = current_rss_mb()
+    throughput: dict[str, dict[str, float]] = {"reused_judge": {}, "fresh_judge": {}}
+    throughput_bad = 0
+    for mode, per_level in throughput.items():
+        for jobs in settings.throughput_levels:
+            n = settings.batch_size(jobs)
+            say(f"throughput: t3 function, {mode.replace('_', ' ')}, {n} gradings, --jobs {jobs}")
+            level_pool = JudgePool(rt, max_idle_per_task=jobs)
+            try:
+                fn = with_pool(level_pool) if mode == "reused_judge" else fns["t3"]
+                per_min, bad = measure_throughput(rt, fn, add_dir, add_sub, image, jobs, n)
+            finally:
+                level_pool.close()
+            per_level[str(jobs)] = round(per_min, 1)
+            throughput_bad += bad
+    rss_after = current_rss_mb()
+
+    t0 = series.get(("t0", "add-pytest"))
+    t3, t3r = series.get(("t3", "add")), series.get((REUSED, "add"))
+    best = throughput["reused_judge"]
+    result: dict[str, Any] = {
+        "machine": machine,
+        "image": image,
+        "settings": {
+            "samples": settings.samples,
+            "floor_samples": settings.floor_samples,
+            "throughput_batches": {
+                str(j): settings.batch_size(j) for j in settings.throughput_levels
+            },
+        },
+        "unavailable": missing,
+        "floor_s": {"median": round(floor_med, 4), "p90": round(p90(floor), 4), "n": len(floor)},
+        "latency": latency,
+        "throughput_per_min": throughput,
+        "throughput_not_passed": throughput_bad,
+        "ratio_t3_t0_wall": _ratio(t3, t0),
+        "ratio_t3_t0_wall_reused_judge": _ratio(t3r, t0),
+        "ratio_t3_t0_note": "t3 on examples/add vs t0 on examples/add-pytest (the same function)"
+        if t0
+        else f"t0 unavailable: {missing.get('t0', '')}",
+        "ratio_t3_overhead_floor": latency.get("t3/function", {}).get("overhead_over_floor"),
+        "ratio_t3_overhead_floor_reused_judge": latency.get(f"{REUSED}/function", {}).get(
+            "overhead_over_floor"
+        ),
+        "strict_gradings_per_min": max(best.values()) if best else None,
+        "strict_best_parallelism": int(max(best, key=lambda k: best[k])) if best else None,
+        "strict_gradings_per_min_fresh_judge": max(throughput["fresh_judge"].values())
+        if throughput["fresh_judge"]
+        else None,
+        "controller_rss_mb_before_after_throughput": [round(rss_before, 1), round(rss_after, 1)],
+        "controller_peak_rss_mb": round(peak_rss_mb(), 1),
+        "bench_wall_s": 0.0,
+    }
+    result["targets"] = targets(result)
+    result["bench_wall_s"] = round(time.monotonic() - t_start, 1)
+    return result
+
+
+def _latency_rounds(
+    client: Any,
+    rt: ObservedRuntime,
+    fns: dict[str, TierFn],
+    image: str,
+    settings: Settings,
+    examples: Path,
+    say: Callable[[str], None],
+) -> tuple[list[float], dict[tuple[str, str], Series], list[tuple[str, Case, Task]]]:
     plan = [
         (tier, case, load_task(case.paths(examples)[0]))
-        for tier in ("t0", "t2", "t3")
+        for tier in ("t0", "t2", "t3", REUSED)
         if tier in fns
         for case in PLAN[tier]
     ]
@@ -267,7 +390,7 @@ def run_bench(
     floor: list[float] = []
     # Rounds interleave the floor and every tier, so a machine whose load drifts (other jobs,
     # thermal limits) skews all of them alike instead of whichever ran during the bad minute.
-    # Round 0 warms caches (image, page cache, Python imports) and is not counted.
+    # Round 0 warms caches (image, page cache, Python imports, the judge pool) and is not counted.
     per_round = max(1, round(settings.floor_samples / settings.samples))
     say(
         f"latency: {settings.samples} rounds of {per_round} bare container(s) + "
@@ -280,82 +403,7 @@ def run_bench(
         for tier, case, task in plan:
             s = series[(tier, case.task)] if rnd else Series()
             sample_grading(s, rt, fns[tier], task, case.paths(examples)[1], image)
-    floor_med = median(floor)
-
-    latency: dict[str, dict[str, Any]] = {}
-    for tier, case, _task in plan:
-        s = series[(tier, case.task)]
-        n_containers = round(median(s.containers))
-        latency[f"{tier}/{case.kind}"] = {
-            "task": case.task,
-            "n": len(s.wall),
-            "wall_median_s": round(median(s.wall), 4),
-            "wall_p90_s": round(p90(s.wall), 4),
-            "cpu_controller_median_s": round(median(s.cpu_controller), 4),
-            "cpu_controller_p90_s": round(p90(s.cpu_controller), 4),
-            "cpu_machine_median_s": round(median(s.cpu_machine), 4),
-            "cpu_machine_p90_s": round(p90(s.cpu_machine), 4),
-            "overhead_median_s": round(median(s.overhead), 4),
-            "containers": n_containers,
-            "floor_s": round(n_containers * floor_med, 4),
-            "overhead_over_floor": round(median(s.overhead) / (n_containers * floor_med), 3)
-            if n_containers
-            else None,
-            "not_passed": s.not_passed,
-            "ops_median_s": _op_medians(s),
-            "phases_median_s": _phase_medians(s),
-        }
-
-    throughput: dict[str, float] = {}
-    throughput_bad = 0
-    add_dir, add_sub = Case("function", "add").paths(examples)
-    rss_before = current_rss_mb()
-    for jobs in settings.throughput_levels:
-        n = settings.batch_size(jobs)
-        say(f"throughput: t3 function, {n} gradings at --jobs {jobs}")
-        per_min, bad = measure_throughput(rt, fns["t3"], add_dir, add_sub, image, jobs, n)
-        throughput[str(jobs)] = round(per_min, 1)
-        throughput_bad += bad
-    rss_after = current_rss_mb()
-
-    t3 = series.get(T3_VS_T0[0])
-    t0 = series.get(T3_VS_T0[1])
-    t3_fn = latency.get("t3/function", {})
-    result: dict[str, Any] = {
-        "machine": machine,
-        "image": image,
-        "settings": {
-            "samples": settings.samples,
-            "floor_samples": settings.floor_samples,
-            "throughput_batches": {
-                str(j): settings.batch_size(j) for j in settings.throughput_levels
-            },
-        },
-        "unavailable": missing,
-        "floor_s": {
-            "median": round(floor_med, 4),
-            "p90": round(p90(floor), 4),
-            "n": len(floor),
-        },
-        "latency": latency,
-        "throughput_per_min": throughput,
-        "throughput_not_passed": throughput_bad,
-        "ratio_t3_t0_wall": round(median(t3.wall) / median(t0.wall), 3) if t3 and t0 else None,
-        "ratio_t3_t0_note": "t3 on examples/add vs t0 on examples/add-pytest (the same function)"
-        if t0
-        else f"t0 unavailable: {missing.get('t0', '')}",
-        "ratio_t3_overhead_floor": t3_fn.get("overhead_over_floor"),
-        "strict_gradings_per_min": max(throughput.values()) if throughput else None,
-        "strict_best_parallelism": int(max(throughput, key=lambda k: throughput[k]))
-        if throughput
-        else None,
-        "controller_rss_mb_before_after_throughput": [round(rss_before, 1), round(rss_after, 1)],
-        "controller_peak_rss_mb": round(peak_rss_mb(), 1),
-        "bench_wall_s": 0.0,
-    }
-    result["targets"] = targets(result)
-    result["bench_wall_s"] = round(time.monotonic() - t_start, 1)
-    return result
+    return floor, series, plan
 
 
 def targets(r: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -370,4 +418,13 @@ def targets(r: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "ratio_t3_overhead_floor <= 1.2": row(r["ratio_t3_overhead_floor"], 1.2, True),
         "strict_gradings_per_min >= 60": row(r["strict_gradings_per_min"], 60, False),
         "controller_peak_rss_mb <= 100": row(r["controller_peak_rss_mb"], 100, True),
+        "(reused judge) ratio_t3_t0_wall <= 1.5": row(
+            r["ratio_t3_t0_wall_reused_judge"], 1.5, True
+        ),
+        "(reused judge) ratio_t3_overhead_floor <= 1.2": row(
+            r["ratio_t3_overhead_floor_reused_judge"], 1.2, True
+        ),
+        "(fresh judge) strict_gradings_per_min >= 60": row(
+            r["strict_gradings_per_min_fresh_judge"], 60, False
+        ),
     }

@@ -80,16 +80,14 @@ def render(r: dict[str, Any], console: Console) -> None:
     for name, row in r["latency"].items():
         if row["not_passed"]:
             console.print(f"[red]{name}: {len(row['not_passed'])} honest grading(s) did not pass")
-    th = r["throughput_per_min"]
-    console.print(
-        "throughput (t3, batch): "
-        + ", ".join(f"--jobs {k}: {v:.1f}/min" for k, v in th.items())
-        + (
-            f"  [red]{r['throughput_not_passed']} did not pass[/]"
-            if r["throughput_not_passed"]
-            else ""
+    for mode, levels in r["throughput_per_min"].items():
+        console.print(
+            f"throughput (t3 function, batch, {mode.replace('_', ' ')}): "
+            + ", ".join(f"--jobs {k}: {v:.1f}/min" for k, v in levels.items()),
+            markup=False,
         )
-    )
+    if r["throughput_not_passed"]:
+        console.print(f"[red]{r['throughput_not_passed']} throughput gradings did not pass")
     if "t3/function" in r["latency"]:
         ops = r["latency"]["t3/function"]["ops_median_s"]
         phases = r["latency"]["t3/function"]["phases_median_s"]
