@@ -14,11 +14,15 @@ killed batch's next run sweeps them too).
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 from collections import defaultdict
+from pathlib import Path
 
 from .controller import new_grading_id
 from .runtime import Runtime, RuntimeError_
+from .runtime.scope import TEMP_PREFIX
 from .strict import judge_spec
 from .task import Task
 
@@ -36,6 +40,7 @@ class JudgePool:
         self._lock = threading.Lock()
         self._idle: dict[tuple[str, str], list[str]] = defaultdict(list)
         self._lent: dict[str, tuple[str, tuple[str, str]]] = {}  # grading id -> (cid, key)
+        self._handoff: dict[str, Path] = {}  # cid -> its /handoff directory on the host
         self._closed = False
         self.created = 0
         self.reused = 0
@@ -63,12 +68,24 @@ class JudgePool:
                     self.reused += 1
                 return cid, True
             self._discard(grading_id)
-        cid = self.rt.create(judge_spec(task, image, self.gid))
+        # Named like a grading's temp dirs, so a killed batch's next run removes it too.
+        handoff = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{self.gid}-handoff-"))
+        handoff.chmod(0o755)
+        try:
+            cid = self.rt.create(judge_spec(task, image, self.gid, handoff))
+        except BaseException:
+            shutil.rmtree(handoff, ignore_errors=True)
+            raise
         with self._lock:
             self._lent[grading_id] = (cid, key)
+            self._handoff[cid] = handoff
             self.created += 1
         self.rt.start(cid)
         return cid, False
+
+    def handoff_dir(self, cid: str) -> Path:
+        with self._lock:
+            return self._handoff[cid]
 
     def release(self, grading_id: str) -> None:
         """The grading ended normally: its judge may serve the next grading of the task."""
@@ -98,6 +115,11 @@ class JudgePool:
         for cid in cids:
             self.rt.remove(cid)
         self.rt.sweep(self.gid)
+        with self._lock:
+            dirs = list(self._handoff.values())
+            self._handoff.clear()
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
 
     def _discard(self, grading_id: str) -> None:
         with self._lock:
@@ -106,8 +128,17 @@ class JudgePool:
             self.rt.remove(lent[0])
             with self._lock:
                 self.discarded += 1
+                handoff = self._handoff.pop(lent[0], None)
+            if handoff is not None:
+                shutil.rmtree(handoff, ignore_errors=True)
 
     def _reset(self, cid: str) -> bool:
+        # The judge cannot write its read-only /handoff; the controller empties it.
+        with self._lock:
+            handoff = self._handoff.get(cid)
+        if handoff is not None:
+            for stale in handoff.iterdir():
+                stale.unlink()
         try:
             res = self.rt.exec(cid, RESET_ARGV, deadline_s=RESET_DEADLINE_S, output_cap=4096)
         except RuntimeError_:  # a judge that cannot even be reset is simply not reused

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .controller import Grading, Source, new_grading_id
 from .firewall import FirewallLimits
-from .intake import Refused, single_file_tar, through_firewall
+from .intake import Refused, through_firewall
 from .judge_report import INVALID_OUTPUT, verdict_from_judge
 from .overlap import Background
 from .runtime import Bind, ContainerSpec, ExecResult, GradingScope, Limits, Runtime, Scratch
@@ -35,14 +35,20 @@ INCONTAINER = Path(__file__).resolve().parent.parent / "_incontainer"
 JUDGE_LIMITS = Limits(memory_bytes=1 << 30, pids=64, cpus=1.0)
 MAX_INPUTS_BYTES = 16 << 20
 PHASE_SLACK_S = 30.0
+HANDOFF = "/handoff"
 
 
-def judge_spec(task: Task, image: str, gid: str) -> ContainerSpec:
+def judge_spec(task: Task, image: str, gid: str, handoff: Path | None = None) -> ContainerSpec:
+    """`handoff`: a host directory, read-only at /handoff, where the controller leaves the
+    runner's output for `compare` (a file write instead of an archive upload per grading)."""
+    binds = [Bind(task.judge_dir, "/judge"), Bind(INCONTAINER, "/assay")]
+    if handoff is not None:
+        binds.append(Bind(handoff, HANDOFF))
     return ContainerSpec(
         image=image,
         grading_id=gid,
         role="judge",
-        binds=(Bind(task.judge_dir, "/judge"), Bind(INCONTAINER, "/assay")),
+        binds=tuple(binds),
         scratch=(Scratch("/state", 64 << 20), Scratch("/exchange", 512 << 20)),
         limits=JUDGE_LIMITS,
         workdir="/judge",
@@ -78,13 +84,14 @@ def runner_argv(task: Task) -> tuple[str, ...]:
     return tuple(argv)
 
 
-def compare_argv(task: Task) -> tuple[str, ...]:
+def compare_argv(task: Task, runner_output: str = "/exchange/runner.json") -> tuple[str, ...]:
     j = task.config.judge
     assert j is not None
     argv = [
         "python3", "-I", "/assay/judge.py", "compare", "--kind", task.config.kind,
         "--comparator", j.comparator, "--tolerance", repr(j.tolerance),
         "--output-cap", str(task.config.limits.output_bytes),
+        "--runner-output", runner_output,
     ]  # fmt: skip
     if j.custom:
         argv += ["--custom", j.custom]
@@ -171,20 +178,23 @@ def grade_strict(
         inputs.chmod(0o755)
         seed = str(secrets.randbits(128))
 
-        def start_judge() -> tuple[str, ExecResult]:
+        def start_judge() -> tuple[str, ExecResult, Path]:
             t0 = monotonic()
             if judges is not None and judges.reusable(task):
                 judge, reused = judges.acquire(task, image, g.gid)
+                handoff = judges.handoff_dir(judge)
                 if reused:
                     reasons.append("note:judge-reused")
             else:
-                judge = scope.container(judge_spec(task, image, g.gid))
+                handoff = scope.tempdir("handoff")
+                handoff.chmod(0o755)
+                judge = scope.container(judge_spec(task, image, g.gid, handoff))
             prep = rt.exec(
                 judge, prepare_argv(task, seed),
                 deadline_s=lim.total_timeout, output_cap=MAX_INPUTS_BYTES,
             )  # fmt: skip
             g.lap("judge_prepare", t0)
-            return judge, prep
+            return judge, prep, handoff
 
         # The judge starts and prepares while the submission is taken and the candidate's
         # container starts (docs/performance.md). They share nothing, and the candidate runs no
@@ -196,7 +206,7 @@ def grade_strict(
                 t0 = monotonic()
                 cand = scope.container(candidate_spec(task, image, g.gid, taken.files, inputs))
                 g.lap("candidate_start", t0)
-        judge, prep = judge_job.result()
+        judge, prep, handoff = judge_job.result()
         if prep.exit_code != 0:
             return g.fail("judge:prepare-failed")
         try:
@@ -226,7 +236,6 @@ def grade_strict(
             reasons.append("limit:memory")
         if events.get("pids", 0) > 0:
             reasons.append("limit:pids")
-        exchange = single_file_tar("runner.json", run.stdout)
         if task.config.kind == "transform" and not (run.timed_out or run.truncated):
             outputs = transform_outputs(scope, run.stdout, cases, lim.artifact_bytes)
             if isinstance(outputs, Refused):
@@ -238,10 +247,12 @@ def grade_strict(
         # raised) before any verdict leaves this function.
         with Background(lambda: scope.discard(cand)) as removal:
             t0 = monotonic()
-            rt.put_archive(judge, "/exchange", exchange)
+            (handoff / "runner.json").write_bytes(run.stdout)
+            (handoff / "runner.json").chmod(0o644)
             cmp = rt.exec(
-                judge, compare_argv(task), deadline_s=lim.total_timeout, output_cap=8 << 20
-            )
+                judge, compare_argv(task, f"{HANDOFF}/runner.json"),
+                deadline_s=lim.total_timeout, output_cap=8 << 20,
+            )  # fmt: skip
             g.lap("judge_compare", t0)
         removal.result()
         if cmp.exit_code != 0:
