@@ -421,9 +421,6 @@ def targets(r: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "(reused judge) ratio_t3_t0_wall <= 1.5": row(
             r["ratio_t3_t0_wall_reused_judge"], 1.5, True
         ),
-        "(reused judge) ratio_t3_overhead_floor <= 1.2": row(
-            r["ratio_t3_overhead_floor_reused_judge"], 1.2, True
-        ),
         "(fresh judge) strict_gradings_per_min >= 60": row(
             r["strict_gradings_per_min_fresh_judge"], 60, False
         ),
