@@ -21,7 +21,7 @@ ADD = Path(__file__).resolve().parent.parent / "examples" / "add"
 # What a judge compromised through its input could leave behind: detached processes (one
 # renamed to look like the keep-alive) and files in every writable place.
 MESS = (
-    "setsid sh -c 'exec -a sleep sleep 1000' </dev/null >/dev/null 2>&1 & "
+    "setsid sleep infinity </dev/null >/dev/null 2>&1 & "
     "setsid sh -c 'while :; do sleep 1; done' </dev/null >/dev/null 2>&1 & "
     "for d in /state /exchange /tmp /dev/shm; do echo planted > $d/planted; "
     "mkdir -p $d/sub/deeper && echo x > $d/sub/deeper/f; done"
@@ -63,6 +63,9 @@ def test_reset_kills_leftover_processes_and_empties_writable_places(
         docker_runtime.put_archive(cid, "/exchange", _tar_file("runner.json", b"{}"))
         dirty = _survey(docker_runtime, cid)
         assert len(dirty["procs"]) >= len(baseline) + 3  # type: ignore[arg-type]
+        # The decoy has the keep-alive's exact command line.
+        cmdlines = list(dirty["procs"].values())  # type: ignore[attr-defined]
+        assert cmdlines.count("sleep infinity ") == 2, cmdlines
         assert all(dirty["files"].values())  # type: ignore[attr-defined]
         pool.release("g-a")
         pool.finish("g-a")
