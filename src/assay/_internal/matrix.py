@@ -51,7 +51,7 @@ NETWORK_CLASS = "V13"  # the only class for which T0 shares the host's network
 EXCLUSIVE_CLASS = "V11"  # resource exhaustion: one at a time, so it cannot starve other jobs
 LISTENER_CAP = 1 << 20
 # Which reason namespace best says what stopped an attack, when a verdict carries several.
-_STOP_ORDER = ("firewall", "limit", "junit", "pytest", "judge", "cases")
+_STOP_ORDER = ("firewall", "limit", "candidate", "junit", "pytest", "compare", "judge", "cases")
 
 
 @dataclass(frozen=True)
@@ -234,7 +234,7 @@ def _stop_category(reasons: Sequence[str]) -> str:
     for name in _STOP_ORDER:
         if name in spaces:
             return name
-    return "comparison" if not reasons else sorted(spaces)[0]
+    return sorted(spaces)[0] if spaces else "-"
 
 
 def _leftovers(rt: Runtime, gid: str) -> list[str]:
@@ -302,7 +302,7 @@ def _attack_row(ctx: _Ctx, attack: Attack, tier: Tier) -> Row:
     if verdict.passed:
         why.append("verdict:passed")
     if run is not None and not run.gave_verdict:
-        why.append("no verdict before the deadline")
+        why.append("no verdict (" + ", ".join(verdict.reason_codes) + ")")
     if run is not None and run.leaked:
         why.append("leak:planted credential in the submission")
     if received:
