@@ -71,3 +71,35 @@ def test_digest_changes_with_judge_content(tmp_path: Path) -> None:
     before = load_task(root).digest
     (root / "judge" / "cases.json").write_text("[]")
     assert load_task(root).digest != before
+
+
+def test_vcs_history_in_inputs_is_found(tmp_path: Path) -> None:
+    from assay._internal.task import vcs_history
+
+    inputs = tmp_path / "inputs"
+    (inputs / "src").mkdir(parents=True)
+    (inputs / "src" / "main.py").write_text("x = 1\n")
+    assert vcs_history(inputs) == []
+    (inputs / "repo" / ".git").mkdir(parents=True)
+    (inputs / "odd-name").mkdir()
+    for part in ("objects", "refs"):
+        (inputs / "odd-name" / part).mkdir()
+    (inputs / "odd-name" / "HEAD").write_text("ref: refs/heads/main\n")
+    (inputs / "src" / ".hg").mkdir()
+    (inputs / "history.dat").write_bytes(b"# v2 git bundle\n0000 refs/heads/main\n")
+    assert vcs_history(inputs) == ["history.dat", "odd-name", "repo/.git", "src/.hg"]
+
+
+def test_hardened_tiers_refuse_to_run_an_agent_on_vcs_history(tmp_path: Path) -> None:
+    from assay._internal.controller import Grading, Source
+    from assay._internal.runtime import GradingScope
+    from assay._internal.runtime.fake import FakeRuntime
+    from assay.errors import UnsafeInputs
+
+    root = _copy(tmp_path)
+    (root / "inputs" / ".git").mkdir()
+    rt = FakeRuntime()
+    g = Grading(rt, load_task(root), "t3", "img")
+    with GradingScope(rt, g.gid) as scope, pytest.raises(UnsafeInputs, match=r"\.git"):
+        g.take_submission(scope, Source(agent_cmd="true"))
+    assert rt.containers == {}, "the agent must not start"

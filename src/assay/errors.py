@@ -42,3 +42,9 @@ class InfrastructureError(AssayError):
 
 class EngineUnavailable(InfrastructureError):
     """No Docker engine answers."""
+
+
+class UnsafeInputs(TaskError):
+    """The task's inputs would hand the agent something it must not see (exit 2).
+
+    Raised by the hardened tiers only: the baselines model harnesses that never check."""

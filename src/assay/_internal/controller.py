@@ -11,9 +11,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from time import monotonic
 
+from assay.errors import UnsafeInputs
+
 from .intake import Refused, Submission, from_path, run_agent
 from .runtime import GradingScope, Runtime
-from .task import Task
+from .task import Task, vcs_history
 from .verdict import ControllerFacts, Tier, Verdict, error_verdict
 
 
@@ -69,6 +71,12 @@ class Grading:
         """Run the agent, or read the given path; either way through the firewall."""
         t0 = monotonic()
         if source.agent_cmd is not None:
+            if leaks := vcs_history(self.task.inputs_dir):
+                raise UnsafeInputs(
+                    str(self.task.inputs_dir),
+                    f"holds version-control history ({', '.join(leaks[:3])}); the agent could "
+                    "read past or future answers from it. Ship a plain export of the tree.",
+                )
             taken, _run = run_agent(
                 scope, self.task, self.image, source.agent_cmd, source.agent_dir
             )

@@ -28,7 +28,13 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from assay.errors import AssayError, InfrastructureError, TaskError, UsageError
+from assay.errors import (
+    AssayError,
+    InfrastructureError,
+    TaskError,
+    UnsafeInputs,
+    UsageError,
+)
 
 from .baselines import BaselineOptions, BaselineRun, BaselineTier, run_baseline
 from .compat import grade_compat
@@ -295,6 +301,10 @@ def _attack_row(ctx: _Ctx, attack: Attack, tier: Tier) -> Row:
     except InfrastructureError as exc:
         return Row("attack", attack.id, attack.cls, tier, attack.expected[tier], "error",
                    f"infra: {exc}")  # fmt: skip
+    except UnsafeInputs:
+        # The tier refused to hand the agent these inputs: nothing was graded, nothing passed.
+        return Row("attack", attack.id, attack.cls, tier, attack.expected[tier], "blocked",
+                   "inputs:vcs-history (the tier refuses to run the agent on them)")  # fmt: skip
     except AssayError as exc:
         return Row("attack", attack.id, attack.cls, tier, attack.expected[tier], "error",
                    f"{type(exc).__name__}: {exc}")  # fmt: skip

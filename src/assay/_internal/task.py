@@ -165,3 +165,34 @@ def tree_digest(root: Path) -> str:
             else:
                 h.update(hashlib.sha256(p.read_bytes()).digest())
     return "sha256:" + h.hexdigest()
+
+
+VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS"})
+BUNDLE_MAGIC = (b"# v2 git bundle", b"# v3 git bundle")
+
+
+def vcs_history(inputs: Path) -> list[str]:
+    """Version-control data under inputs/: work-tree metadata, bare repositories (HEAD +
+    objects/ + refs/, whatever the folder is called) and git bundles. An agent that can read
+    history can read a future fix or a deleted answer (SWE-bench #465)."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(inputs):
+        here = Path(dirpath)
+        rel = here.relative_to(inputs).as_posix()
+        names = set(dirnames) | set(filenames)
+        if {"HEAD", "objects", "refs"} <= names:
+            found.append(rel)
+            dirnames[:] = []
+            continue
+        for name in sorted(names & VCS_DIRS):
+            found.append(name if rel == "." else f"{rel}/{name}")
+        dirnames[:] = [d for d in dirnames if d not in VCS_DIRS]
+        for name in filenames:
+            try:
+                with open(here / name, "rb") as fh:
+                    head = fh.read(16)
+            except OSError:
+                continue
+            if head.startswith(BUNDLE_MAGIC):
+                found.append(name if rel == "." else f"{rel}/{name}")
+    return sorted(found)
