@@ -43,3 +43,17 @@ def test_pytest_task_on_t3_is_a_usage_error(tmp_path: Path) -> None:
     )
     assert g.exit_code == 2
     assert "never does" in g.stderr and "t2" in g.stderr
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("tier", ["t0", "t1"])
+def test_baselines_need_the_flag_warn_and_grade(tier: str, tmp_path: Path) -> None:
+    task = EXAMPLES / "add-pytest"
+    sub = str(task / "solutions/correct")
+    refused = assay("grade", str(task), "--tier", tier, "--submission", sub, tmp=tmp_path)
+    assert refused.exit_code == 2 and "--unsafe-baseline" in refused.stderr
+    g = assay("grade", str(task), "--tier", tier, "--unsafe-baseline", "--submission", sub,
+              tmp=tmp_path)
+    assert g.exit_code == 0, g.stderr
+    assert "UNSAFE baseline" in g.stderr
+    assert g.verdict is not None and g.verdict["tier"] == tier

@@ -54,7 +54,7 @@ from .observed import ObservedRuntime
 from .runtime.docker import START_DOCKER_FIX, DockerRuntime
 from .strict import grade_strict
 from .task import Task
-from .verdict import Verdict
+from .verdict import Tier, Verdict
 
 EXIT_OK, EXIT_ERRORS, EXIT_INTERRUPTED = 0, 3, 130
 
@@ -84,7 +84,7 @@ def batch_client(parallelism: int) -> Any:
 
 def make_grader(
     rt: ObservedRuntime, tasks: dict[Path, Task], image: str, judges: JudgePool | None
-) -> tuple[GradeFn, dict[str, str]]:
+) -> tuple[GradeFn, dict[str, Tier]]:
     tiers = {t.id: pick_tier(t, None, unsafe_baseline=False) for t in tasks.values()}
     if "t2" in tiers.values():
         from .compat import grade_compat  # noqa: F401  (fail now, not on the 500th job)

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 from assay.errors import UsageError
 
+from .baselines import grade_baseline
 from .compat import grade_compat
 from .controller import Source
 from .images import DEFAULT_BASE_IMAGE
 from .runtime.docker import DockerRuntime
 from .strict import grade_strict
 from .task import STRICT_KINDS, Task
-from .verdict import Verdict
+from .verdict import Tier, Verdict
+
+TIERS: tuple[Tier, ...] = ("t0", "t1", "t2", "t3")
 
 DEFAULT_IMAGE = DEFAULT_BASE_IMAGE
 
 
-def pick_tier(task: Task, requested: str | None, unsafe_baseline: bool) -> str:
-    default = "t3" if task.config.kind in STRICT_KINDS else "t2"
-    tier = requested or default
+def pick_tier(task: Task, requested: str | None, unsafe_baseline: bool) -> Tier:
+    default: Tier = "t3" if task.config.kind in STRICT_KINDS else "t2"
+    tier = requested if requested in TIERS else default
+    if requested is not None and requested not in TIERS:
+        raise UsageError(f"unknown tier {requested!r}; choose one of {', '.join(TIERS)}")
     if tier in ("t0", "t1") and not unsafe_baseline:
         raise UsageError(
             f"{tier} is an unsafe baseline that exists to prove attacks are live; "
@@ -33,10 +38,12 @@ def pick_tier(task: Task, requested: str | None, unsafe_baseline: bool) -> str:
     return tier
 
 
-def grade(task: Task, source: Source, tier: str, image: str, oci_runtime: str = "runc") -> Verdict:
+def grade(task: Task, source: Source, tier: Tier, image: str, oci_runtime: str = "runc") -> Verdict:
     rt = DockerRuntime(oci_runtime=None if oci_runtime == "runc" else oci_runtime)
     if tier == "t3":
         return grade_strict(rt, task, source, image)
     if tier == "t2":
         return grade_compat(rt, task, source, image)
+    if tier == "t0" or tier == "t1":
+        return grade_baseline(rt, task, source, image, tier)
     raise UsageError(f"tier {tier} is not available in this build yet")
