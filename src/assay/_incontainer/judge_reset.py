@@ -19,9 +19,9 @@ import time
 WRITABLE = ("/state", "/exchange", "/tmp", "/dev/shm")
 
 
-def processes():
+def processes() -> dict[int, int]:
     """{pid: start time} of every live (non-zombie) process in this pid namespace."""
-    found = {}
+    found: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -35,7 +35,7 @@ def processes():
     return found
 
 
-def spared():
+def spared() -> set[int]:
     procs = processes()
     me = os.getpid()
     rest = {pid: start for pid, start in procs.items() if pid not in (1, me)}
@@ -43,7 +43,7 @@ def spared():
     return {1, me} | ({keeper} if keeper is not None else set())
 
 
-def kill_others(keep):
+def kill_others(keep: set[int]) -> bool:
     for _round in range(200):
         others = set(processes()) - keep
         if not others:
@@ -57,7 +57,7 @@ def kill_others(keep):
     return False
 
 
-def empty(top):
+def empty(top: str) -> None:
     for entry in os.scandir(top):
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path)
@@ -65,7 +65,7 @@ def empty(top):
             os.unlink(entry.path)
 
 
-def main():
+def main() -> None:
     keep = spared()
     if not kill_others(keep):
         sys.exit("judge-reset: processes keep appearing")
