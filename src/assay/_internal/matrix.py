@@ -341,8 +341,10 @@ def _control_row(ctx: _Ctx, control: Control, tier: Tier) -> Row:
     observed = "pass" if verdict.passed else "fail"
     if run is not None and not run.gave_verdict:
         observed = "no-verdict"
+    passed = sum(c.status == "pass" for c in verdict.cases)
+    tally = f"{passed}/{verdict.expected_case_count} cases passed"
     return Row("control", control.id, "-", tier, expected, observed,
-               ", ".join(verdict.reason_codes) or "all cases passed")  # fmt: skip
+               ", ".join(verdict.reason_codes) or tally)  # fmt: skip
 
 
 def run_matrix(
