@@ -48,11 +48,6 @@ for task in examples/*/; do
     done
 done
 
-# --- assay matrix: not wired yet. ----------------------------------------------------------------
-# When `assay matrix` exists, run it here over the attack corpus and every tier, print its table,
-# and add its failures to "bad" so this script fails when a strict-tier cell is not "blocked".
-# -------------------------------------------------------------------------------------------------
-
 if [ "$n" -eq 0 ]; then
     echo "grade-examples: no examples with solutions or attempts found under examples/" >&2
     exit 1
@@ -76,3 +71,9 @@ if [ "${#bad[@]}" -gt 0 ]; then
     exit 1
 fi
 echo "grade-examples: all $n outcomes as expected"
+
+# The proof matrix: every attack in corpus/ against every tier, plus the honest controls.
+# It exits non-zero on any outcome that differs from the attack's expectation.
+echo
+echo "=== proof matrix (assay matrix; about 6 minutes on 2 cores)"
+"$ROOT/.venv/bin/assay" matrix --jobs "${ASSAY_MATRIX_JOBS:-3}" </dev/null

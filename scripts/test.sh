@@ -54,6 +54,19 @@ case "$rc" in
     *) failed+=("pytest (exit $rc)") ;;
 esac
 
+step "proof matrix (docs/matrix.md must match a fresh run)"
+matrix_out="$(mktemp -d /tmp/assay-matrix.XXXXXX)"
+if "$BIN/assay" matrix --jobs "${ASSAY_MATRIX_JOBS:-3}" --markdown "$matrix_out/matrix.md" \
+        --json "$matrix_out/matrix.json" </dev/null >"$matrix_out/matrix.log" 2>&1; then
+    if ! diff -u docs/matrix.md "$matrix_out/matrix.md"; then
+        failed+=("docs/matrix.md differs from this run (regenerate: assay matrix --markdown docs/matrix.md)")
+    fi
+else
+    tail -n 60 "$matrix_out/matrix.log"
+    failed+=("assay matrix")
+fi
+rm -rf "$matrix_out"
+
 step "leftovers labelled assay.grading"
 if ! after="$(labelled)"; then
     failed+=("leftover check (docker did not answer)")
