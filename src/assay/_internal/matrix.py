@@ -304,7 +304,8 @@ def _attack_row(ctx: _Ctx, attack: Attack, tier: Tier) -> Row:
     except UnsafeInputs:
         # The tier refused to hand the agent these inputs: nothing was graded, nothing passed.
         return Row("attack", attack.id, attack.cls, tier, attack.expected[tier], "blocked",
-                   "inputs:vcs-history (the tier refuses to run the agent on them)")  # fmt: skip
+                   "inputs:vcs-history (the tier refuses to run the agent on them)",
+                   "inputs")  # fmt: skip
     except AssayError as exc:
         return Row("attack", attack.id, attack.cls, tier, attack.expected[tier], "error",
                    f"{type(exc).__name__}: {exc}")  # fmt: skip
