@@ -47,11 +47,15 @@ def gc_cmd(everything: bool, dry_run: bool) -> None:
         else:
             gids = rt.orphans()
         removed = 0
+        failures: list[str] = []
         for gid in sorted(gids):
             dirs = _temp_dirs(gid)
             click.echo(f"{'would remove' if dry_run else 'removing'} {gid} ({len(dirs)} temp dirs)")
             if not dry_run:
-                removed += rt.sweep(gid)
+                try:
+                    removed += rt.sweep(gid)
+                except AssayError as exc:  # keep going: one stuck grading must not shield others
+                    failures.append(f"{gid}: {exc}")
                 for d in dirs:
                     shutil.rmtree(d, ignore_errors=True)
         if everything:
@@ -63,3 +67,7 @@ def gc_cmd(everything: bool, dry_run: bool) -> None:
         click.echo(f"assay: {exc.diagnostics()}", err=True)
         sys.exit(exc.exit_code)
     click.echo(f"{len(gids)} grading(s), {removed} container(s)/volume(s) removed")
+    if failures:
+        for line in failures:
+            click.echo(f"assay gc: {line}", err=True)
+        sys.exit(3)

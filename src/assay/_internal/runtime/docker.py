@@ -315,14 +315,27 @@ class DockerRuntime:
         return {"label": f"{LABEL}={grading_id}" if grading_id else LABEL}
 
     def sweep(self, grading_id: str | None = None) -> int:
-        n = 0
+        """Remove everything labelled for the grading; one stuck object does not stop the rest,
+        and every failure is reported together at the end."""
+        n, failures = 0, []
         for c in self._api.containers(all=True, filters=self._filters(grading_id)):
-            self.remove(c["Id"])
-            n += 1
+            try:
+                self.remove(c["Id"])
+                n += 1
+            except RuntimeError_ as exc:
+                failures.append(str(exc))
         vols = self._api.volumes(filters=self._filters(grading_id)).get("Volumes") or []
         for v in vols:
-            self._remove_volume(v["Name"])
-            n += 1
+            try:
+                self._remove_volume(v["Name"])
+                n += 1
+            except RuntimeError_ as exc:
+                failures.append(str(exc))
+        if failures:
+            raise RuntimeError_(
+                f"{len(failures)} object(s) could not be removed: " + "; ".join(failures[:3]),
+                fix="see the engine's log; `assay gc --all` retries",
+            )
         return n
 
     def _remove_volume(self, name: str) -> None:
