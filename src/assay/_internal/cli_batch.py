@@ -15,9 +15,6 @@ from types import FrameType
 from typing import Any
 
 import click
-import docker
-import docker.errors
-import requests.exceptions
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -32,7 +29,7 @@ from rich.progress import Progress as RichProgress
 from rich.progress import Task as RichTask
 from rich.text import Text
 
-from assay.errors import AssayError, EngineUnavailable, UsageError
+from assay.errors import AssayError, UsageError
 
 from .batch import (
     GradeFn,
@@ -51,7 +48,7 @@ from .grading import DEFAULT_IMAGE, pick_tier
 from .judgepool import JudgePool
 from .keys import ensure_signing_key
 from .observed import ObservedRuntime
-from .runtime.docker import START_DOCKER_FIX, DockerRuntime
+from .runtime.docker import START_DOCKER_FIX, DockerRuntime, connect
 from .strict import grade_strict
 from .task import Task
 from .verdict import Tier, Verdict
@@ -72,14 +69,7 @@ class RateColumn(ProgressColumn):
 def batch_client(parallelism: int) -> Any:
     """One engine connection pool for all workers, big enough that none waits for a socket
     (a full pool also makes urllib3 log warnings across the progress bar)."""
-    try:
-        client = docker.from_env(version="auto", timeout=60, max_pool_size=4 * parallelism + 8)
-        client.ping()
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-        raise EngineUnavailable(
-            f"no Docker engine answers ({type(exc).__name__})", fix=START_DOCKER_FIX
-        ) from exc
-    return client
+    return connect(max_pool_size=4 * parallelism + 8)
 
 
 def make_grader(

@@ -32,9 +32,9 @@ _CGROUP_EVENTS = (
 START_DOCKER_FIX = "run `bash scripts/setup.sh` (installs Docker if needed and starts dockerd)"
 
 
-def connect(timeout: int = 60) -> Any:
+def connect(timeout: int = 60, max_pool_size: int = 10) -> Any:
     try:
-        client = docker.from_env(version="auto", timeout=timeout)
+        client = docker.from_env(version="auto", timeout=timeout, max_pool_size=max_pool_size)
         client.ping()
     except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
         raise EngineUnavailable(
