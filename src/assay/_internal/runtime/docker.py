@@ -29,6 +29,7 @@ _CGROUP_EVENTS = (
     ("pids", "pids/docker/{cid}/pids.events", "max"),
     ("memory", "memory/docker/{cid}/memory.oom_control", "oom_kill"),
 )
+REMOVE_WAIT_S = 10
 START_DOCKER_FIX = "run `bash scripts/setup.sh` (installs Docker if needed and starts dockerd)"
 
 
@@ -150,6 +151,18 @@ class DockerRuntime:
                 self._api.unpause(cid)
             except docker.errors.APIError:
                 pass
+        # Kill, then let the engine see the exit before removing: force-removing a container
+        # whose exit is still being processed can skip the cleanup that unmounts its
+        # tmpfs volumes (seen with runsc), leaving them "in use" until dockerd restarts.
+        try:
+            self._api.kill(cid)
+        except docker.errors.APIError:
+            pass  # not running: nothing to wait for
+        else:
+            try:
+                self._api.wait(cid, timeout=REMOVE_WAIT_S)
+            except (requests.exceptions.RequestException, docker.errors.APIError):
+                pass  # removal below still forces it
         try:
             self._api.remove_container(cid, v=True, force=True)
         except docker.errors.NotFound:
@@ -202,30 +215,39 @@ class DockerRuntime:
             "exec", self._api.exec_start, exec_id, stream=True, demux=True
         )
 
+        settled = threading.Event()  # the stream ended, or went over the cap
+
         def pump() -> None:
             try:
                 for o, e in stream:
+                    if truncated.is_set():
+                        # Keep draining after the cap: a writer blocked on a full pipe can keep
+                        # a runsc sandbox from exiting on kill, and the engine then never
+                        # unmounts its volumes.
+                        continue
                     if o:
                         out.extend(o)
                     if e:
                         err.extend(e)
                     if len(out) + len(err) > output_cap:
                         truncated.set()
-                        return
+                        settled.set()
             except (requests.exceptions.RequestException, OSError, docker.errors.APIError):
-                return  # the container was killed under us: the exit state tells the rest
+                pass  # the container was killed under us: the exit state tells the rest
+            finally:
+                settled.set()
 
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
-        reader.join(timeout=max(deadline_s - (time.monotonic() - t0), 0))
-        timed_out = reader.is_alive() and not truncated.is_set()
+        settled.wait(timeout=max(deadline_s - (time.monotonic() - t0), 0))
+        timed_out = not settled.is_set()
         duration = time.monotonic() - t0
-        if reader.is_alive() or truncated.is_set():
+        if timed_out or truncated.is_set():
             # Past the deadline or over the cap: the only safe stop is the whole container.
-            # The reader is not awaited for long: under runsc the stream can outlive the kill
-            # until the container is removed, which the grading's scope does next.
             self.kill(cid)
-            reader.join(timeout=1)
+            reader.join(timeout=5)
+        else:
+            reader.join()
         if timed_out or truncated.is_set():
             exit_code = None  # we killed it; some runtimes (runsc) also drop the exec record
         else:
