@@ -6,10 +6,15 @@ Output directory layout (everything written atomically: a temp name, then a rena
   OUT/log.jsonl        append-only events; `start` lines name grading ids, so a run that was
                        killed outright can have its containers swept by the next run
 
-Resume rule: a job is done iff OUT/<id>.dsse.json verifies with our key and names the job's
-task digest. Anything else (missing, torn, tampered, another key, another task) is graded
-again. An infrastructure error leaves no verdict file, so it is retried by the next run and
-never counted as a pass.
+Resume rule: a job is done iff OUT/<id>.dsse.json verifies with our key, names the job's
+task digest, and names the submission digest the job's submission has now, computed the way
+a grading computes it (the firewall's normalised archive under the task's artifact globs).
+Anything else (missing, torn, tampered, another key, another task, a replaced submission, one
+whose digest cannot be computed) is graded again. An infrastructure error leaves no verdict
+file, so it is retried by the next run and never counted as a pass.
+
+Submissions are read where they are, never through a symbolic link: a link at the top of
+`--submissions`, or a manifest entry naming one, is a usage error.
 
 Threads are enough for parallelism: the work happens in containers, and the controller's
 share is small. Only the main thread renders progress or handles Ctrl-C.
@@ -26,6 +31,8 @@ import queue
 import re
 import secrets
 import shutil
+import stat
+import tarfile
 import tempfile
 import threading
 import time
@@ -33,13 +40,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, BinaryIO, Literal, cast
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from assay.errors import AssayError, EngineUnavailable, UsageError
 
 from .dsse import MAX_ENVELOPE_BYTES
+from .firewall import Accepted, check
+from .intake import firewall_limits
 from .runtime.scope import TEMP_PREFIX
 from .signing import VerificationError, sign_verdict, verify_envelope
 from .strict_json import StrictJSONError, loads_strict, shown
@@ -187,6 +196,7 @@ def jobs_from_manifest(manifest: Path) -> list[Job]:
             if not isinstance(task_s, str) or not isinstance(sub_s, str) or not task_s or not sub_s:
                 raise UsageError(f"{where}: 'task' and 'submission' must be non-empty strings")
             task_p, sub_p = base / task_s, base / sub_s
+            _not_a_link(sub_p, where)
             if id_s is None:
                 job_id = _derived_id(
                     str(task_p.resolve()), str(sub_p.resolve()), readable=sub_p.name
@@ -209,6 +219,7 @@ def jobs_from_dir(task_path: Path, submissions: Path) -> list[Job]:
     for child in sorted(submissions.iterdir()):
         if child.name.startswith("."):
             continue
+        _not_a_link(child, f"--submissions {submissions}")
         if child.is_dir():
             entries.append((child.name, child))
         elif child.is_file() and child.name.endswith(TAR_SUFFIXES):
@@ -224,6 +235,15 @@ def jobs_from_dir(task_path: Path, submissions: Path) -> list[Job]:
         raise UsageError(f"--submissions {submissions}: no subdirectory or tar file in it")
     _no_duplicate_ids(jobs)
     return jobs
+
+
+def _not_a_link(path: Path, where: str) -> None:
+    # A link would grade whatever it points at today, and could point anywhere on the host.
+    if path.is_symlink():
+        raise UsageError(
+            f"{where}: submission {shown(str(path), 4096)} is a symbolic link; "
+            "give the directory or tar file itself"
+        )
 
 
 def _no_duplicate_ids(jobs: list[Job]) -> None:
@@ -279,7 +299,50 @@ def finished_verdict(out: Path, job: Job, task: Task, private_key: Ed25519Privat
     verdict = verify_envelope(data, private_key.public_key())
     if verdict.task_id != task.id or verdict.task_digest != task.digest:
         raise VerificationError("batch:other-task", "the verdict is for another task or version")
+    if verdict.submission_digest is None:
+        raise VerificationError("batch:no-submission-digest", "the verdict names no submission")
+    if submission_digest(task, job.submission) != verdict.submission_digest:
+        raise VerificationError(
+            "batch:submission-changed", "the submission is not the one the verdict graded"
+        )
     return verdict
+
+
+class _Discard:
+    """A sink that keeps nothing: only the firewall's digest of what it would write counts."""
+
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+
+def submission_digest(task: Task, path: Path) -> str | None:
+    """The submission digest a grading of `path` would record: the firewall's digest of the
+    normalised archive, under the task's artifact globs and caps. None when there is none to
+    compare (missing, unreadable, a link, refused): such a job is graded again, never kept.
+
+    A tar is read in place and nothing is written. A directory is packed as intake packs it
+    (links as links) into an anonymous temp file that vanishes with the process."""
+
+    def digest_of(source: BinaryIO) -> str | None:
+        sink = cast(BinaryIO, _Discard())
+        result = check(source, sink, firewall_limits(task), task.config.artifacts)
+        return result.digest if isinstance(result, Accepted) else None
+
+    try:
+        st = path.lstat()
+        if stat.S_ISREG(st.st_mode):
+            with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as fh:
+                return digest_of(fh)
+        if stat.S_ISDIR(st.st_mode):
+            with tempfile.TemporaryFile() as packed:
+                with tarfile.open(fileobj=packed, mode="w") as tf:
+                    for child in sorted(path.iterdir()):
+                        tf.add(child, arcname=child.name, recursive=True)
+                packed.seek(0)
+                return digest_of(packed)
+    except (OSError, tarfile.TarError, AssayError):
+        pass
+    return None
 
 
 class EventLog:
