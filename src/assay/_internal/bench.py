@@ -320,7 +320,7 @@ def run_bench(
         for jobs in settings.throughput_levels:
             n = settings.batch_size(jobs)
             say(f"throughput: t3 function, {mode.replace('_', ' ')}, {n} gradings, --jobs {jobs}")
-            level_pool = JudgePool(rt, max_idle_per_task=jobs)
+            level_pool = JudgePool(rt, max_idle=jobs)
             try:
                 fn = with_pool(level_pool) if mode == "reused_judge" else fns["t3"]
                 per_min, bad = measure_throughput(rt, fn, add_dir, add_sub, image, jobs, n)

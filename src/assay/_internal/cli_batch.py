@@ -156,7 +156,7 @@ def grade_many_cmd(
             DockerRuntime(client=client, oci_runtime=None if oci_runtime == "runc" else oci_runtime)
         )
         rt.image_digest(base_image)  # a missing image is one usage error, not N job errors
-        judges = None if fresh_judge else JudgePool(rt, max_idle_per_task=parallelism)
+        judges = None if fresh_judge else JudgePool(rt, max_idle=2 * parallelism)
         shared = [Shared("judge-pool", judges.gid, judges.close)] if judges else []
         grade, tiers = make_grader(rt, tasks, base_image, judges)
         err.print(
