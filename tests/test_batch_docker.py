@@ -166,6 +166,12 @@ def test_a_replaced_submission_is_graded_again_on_resume(
     ]
     _check_all(tmp_path, {**expect, replaced: False})
     assert _leftovers(docker_runtime, _grading_ids(tmp_path)) == []
+    # Finding 10b on a real engine: each role's image, the pooled judge's included.
+    pub = load_public_key(tmp_path / "config" / "assay" / "signing.pub")
+    image = docker_runtime.image_digest(env["ASSAY_BASE_IMAGE"])
+    for jid in expect:
+        v = verify_envelope((tmp_path / "out" / f"{jid}.dsse.json").read_bytes(), pub)
+        assert v.image_digests == {"judge": image, "candidate": image}
 
     (tmp_path / "subs" / "s99-link").symlink_to(tmp_path / "subs" / "s01-correct")
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from e2e import EXAMPLES
 
+from assay._internal.baselines import BaselineTier, grade_baseline
 from assay._internal.compat import VERIFY_ARGV, grade_compat
 from assay._internal.compat_prep import stub_modules
 from assay._internal.runtime import ContainerSpec
@@ -97,6 +98,22 @@ def test_clean_report_with_exit_zero_passes() -> None:
     v = grade(ADD, Script(junit(ADD)))
     assert v.passed and v.tier == "t2" and v.reason_codes == []
     assert [c.id for c in v.cases] == ADD.config.pytest.tests  # type: ignore[union-attr]
+
+
+def test_image_digests_name_each_role_and_the_image_it_ran() -> None:
+    """Issue 10 finding 10b: pytest ran as `candidate`; a truth generator, if any, as `judge`."""
+    img = FakeRuntime().image_digest("img")
+    assert grade(ADD, Script(junit(ADD))).image_digests == {"candidate": img}
+    drawn = grade(CANARY, Script(junit(CANARY)))
+    assert drawn.image_digests == {"judge": img, "candidate": img}
+
+
+@pytest.mark.parametrize(("tier", "roles"), [("t0", {"agent"}), ("t1", {"agent", "tests"})])
+def test_baseline_image_digests_name_each_role(tier: BaselineTier, roles: set[str]) -> None:
+    rt = FakeRuntime()
+    v = grade_baseline(rt, ADD, Source(path=ADD.root / "solutions/correct"), "img", tier)
+    assert v.image_digests == dict.fromkeys(roles, rt.image_digest("img"))
+    assert rt.leftovers() == []
 
 
 def test_verification_container_runs_the_pinned_invocation() -> None:
