@@ -6,12 +6,14 @@ The controller alone fills these fields of the verdict; no container output reac
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from time import monotonic
 
-from assay.errors import UnsafeInputs
+from assay.errors import AssayError, InternalError, UnsafeInputs
 
 from .intake import Refused, Submission, from_path, run_agent
 from .runtime import GradingScope, Runtime
@@ -32,6 +34,20 @@ def new_grading_id() -> str:
     return "g-" + secrets.token_hex(8)
 
 
+@contextmanager
+def contained(grading_id: str) -> Iterator[None]:
+    """The one place where an exception assay did not raise on purpose (an OSError from the
+    host, a bug) becomes an infrastructure error: every tier's grading runs inside it, so
+    `grade` exits 3 rather than 1 (the code for FAILED) with a traceback, and a batch or the
+    proof matrix records the error and goes on."""
+    try:
+        yield
+    except AssayError:
+        raise
+    except Exception as exc:
+        raise InternalError(grading_id, exc) from exc
+
+
 @dataclass
 class Grading:
     rt: Runtime
@@ -45,7 +61,15 @@ class Grading:
     submission: Submission | None = None
 
     def __post_init__(self) -> None:
-        self.images["base"] = self.rt.image_digest(self.image)
+        with contained(self.gid):
+            self.images["base"] = self.rt.image_digest(self.image)
+
+    @contextmanager
+    def scope(self) -> Iterator[GradingScope]:
+        """The grading's containers and temp dirs, removed on every exit; an unexpected
+        exception inside leaves as an InternalError (docs/security.md, "Errors")."""
+        with contained(self.gid), GradingScope(self.rt, self.gid) as scope:
+            yield scope
 
     def lap(self, phase: str, t0: float) -> None:
         self.timings[phase] = round(self.timings.get(phase, 0.0) + monotonic() - t0, 6)

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
 
 from assay._internal.tarbase import DEFAULT_LIMITS, FirewallError, FirewallLimits, Violation
-from assay._internal.tarnames import Catalogue, Globs, parse_prefix, split_name
+from assay._internal.tarnames import (
+    Catalogue,
+    Globs,
+    NameBudget,
+    check_compat,
+    parse_prefix,
+    split_name,
+)
 from assay._internal.tarread import ByteSource, Member, read_members
 from assay._internal.tarsource import CHUNK, copy_range, open_source
 from assay._internal.tarwrite import END_OF_ARCHIVE, header
@@ -128,6 +135,7 @@ def _survey(
 ) -> _Plan:
     plan = _Plan()
     catalogue = Catalogue(limits)
+    budget = NameBudget(limits)
     count = 0
     for member in read_members(src, limits):
         try:
@@ -136,7 +144,8 @@ def _survey(
                 raise Violation(
                     "entry-count", f"the archive has more than {limits.max_entries} members."
                 )
-            _admit(member, plan, catalogue, limits, globs, prefix)
+            budget.charge(len(member.name.encode()))
+            _admit(member, plan, catalogue, budget, limits, globs, prefix)
         except Violation as violation:
             violation.member = violation.member or member.display
             raise
@@ -147,6 +156,7 @@ def _admit(
     member: Member,
     plan: _Plan,
     catalogue: Catalogue,
+    budget: NameBudget,
     limits: FirewallLimits,
     globs: Globs | None,
     prefix: tuple[str, ...],
@@ -168,13 +178,18 @@ def _admit(
     if not parts:
         catalogue.add_root()  # "./" or the stripped prefix itself: nothing to write
         return
-    catalogue.add(parts, member.kind)
+    # With globs, directories are written only as parents of kept files. The glob is matched on
+    # the names as they are, so a dropped member costs no Unicode normalisation.
+    kept = globs is None or (not is_dir and globs.match(parts))
+    if kept:
+        check_compat(parts, budget)
+    catalogue.add(parts, member.kind, kept=kept)
     path = "/".join(parts)
     if is_dir:
-        if globs is None:
+        if kept:
             plan.dirs.add(path)
         return
-    if globs is not None and not globs.match(parts):
+    if not kept:
         plan.dropped.append(path)
         return
     if member.kind != "file":
