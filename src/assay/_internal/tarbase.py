@@ -58,8 +58,12 @@ def display(name: bytes | str) -> str:
     text = name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else name
     if not text:
         return "<empty name>"
+    more = f"...(+{len(text) - _DISPLAY_MAX} chars)" if len(text) > _DISPLAY_MAX else ""
+    head = text[:_DISPLAY_MAX]
+    if head.isprintable() and "\\" not in head:
+        return head + more  # the common case, without a Python loop per character
     out: list[str] = []
-    for ch in text[:_DISPLAY_MAX]:
+    for ch in head:
         code = ord(ch)
         if ch == "\\":
             out.append("\\\\")
@@ -73,6 +77,4 @@ def display(name: bytes | str) -> str:
             out.append(f"\\u{code:04x}")
         else:
             out.append(f"\\U{code:08x}")
-    if len(text) > _DISPLAY_MAX:
-        out.append(f"...(+{len(text) - _DISPLAY_MAX} chars)")
-    return "".join(out)
+    return "".join(out) + more

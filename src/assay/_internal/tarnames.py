@@ -31,8 +31,9 @@ def split_name(name: str, limits: FirewallLimits, *, is_dir: bool) -> tuple[str,
             f"the name has {len(bare)} characters ({size} bytes), over the cap of "
             f"{limits.max_path_chars} characters / {limits.max_path_bytes} bytes.",
         )
-    # Printable ASCII has no control or format characters; only other names need the lookup.
-    for ch in "" if name.isascii() and name.isprintable() else name:
+    # Every forbidden category is non-printable, so only names with a non-printable character
+    # (also a no-break space, say, which is allowed) need the lookup, a Python loop per character.
+    for ch in "" if name.isprintable() else name:
         if unicodedata.category(ch) in _FORBIDDEN_CATEGORIES:
             raise Violation(
                 "control-char",
