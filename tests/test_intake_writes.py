@@ -96,17 +96,20 @@ def test_a_gzip_tar_spools_only_what_it_keeps(tmp_path: Path) -> None:
     print(f"host writes, .tar.gz with 300 MB dropped: {written:,} bytes")
 
 
-@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+@pytest.mark.parametrize("kind", ["symlink", "hardlink", "fifo"])
 def test_links_and_special_files_still_reach_the_firewall(tmp_path: Path, kind: str) -> None:
     sub = tmp_path / "sub"
     sub.mkdir()
     if kind == "symlink":
         os.symlink("/etc/passwd", sub / "solution.py")
+    elif kind == "hardlink":
+        (sub / "aaa.py").write_text(SOLUTION)  # sorted first: solution.py is its second name
+        os.link(sub / "aaa.py", sub / "solution.py")
     else:
         os.mkfifo(sub / "solution.py")
     taken, _ = _intake(sub)
     assert isinstance(taken, Refused), taken
-    assert taken.reason == ("firewall:link" if kind == "symlink" else "firewall:fifo")
+    assert taken.reason == ("firewall:fifo" if kind == "fifo" else "firewall:link")
 
 
 def test_the_packed_directory_matches_what_tar_would_give(tmp_path: Path) -> None:

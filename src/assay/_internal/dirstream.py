@@ -4,7 +4,8 @@ Only files that match the artifact globs are read; any other file is listed by n
 so it is dropped (and reported) by the firewall without a byte of it being read or written. The
 firewall judges each header before it pulls the data behind it, so an artifact over a cap is
 refused unread, and nothing is spooled but the kept files' data. Links, FIFOs and devices are
-described as what they are, never followed or opened, so the firewall refuses them by its rules.
+described as what they are, never followed or opened, so the firewall refuses them by its rules;
+as in tar, a second name of a file (a hard link) is described as a link to the first.
 Every open is relative to a directory fd with O_NOFOLLOW: no full path, no PATH_MAX.
 """
 
@@ -66,14 +67,18 @@ def _stream(
 ) -> Generator[bytes, None, None]:
     fd = os.open(root, _DIR)
     try:
-        yield from _walk(fd, (), globs, limits)
+        yield from _walk(fd, (), globs, limits, {})
     finally:
         os.close(fd)
     yield bytes(2 * tarfile.BLOCKSIZE)
 
 
 def _walk(
-    dir_fd: int, prefix: tuple[str, ...], globs: Globs | None, limits: FirewallLimits
+    dir_fd: int,
+    prefix: tuple[str, ...],
+    globs: Globs | None,
+    limits: FirewallLimits,
+    inodes: dict[tuple[int, int], str],
 ) -> Iterator[bytes]:
     # A directory with more entries than an archive may hold is refused whichever come first.
     with os.scandir(dir_fd) as entries:
@@ -90,10 +95,15 @@ def _walk(
             if len(parts) <= limits.max_depth:
                 sub = os.open(name, _DIR, dir_fd=dir_fd)
                 try:
-                    yield from _walk(sub, parts, globs, limits)
+                    yield from _walk(sub, parts, globs, limits, inodes)
                 finally:
                     os.close(sub)
+        elif stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) in inodes:
+            first = inodes[(st.st_dev, st.st_ino)]
+            yield _header(parts, tarfile.LNKTYPE, st.st_mode, linkname=first)
         elif stat.S_ISREG(st.st_mode):
+            if st.st_nlink > 1:
+                inodes[(st.st_dev, st.st_ino)] = "/".join(parts)
             if globs is None or globs.match(parts):
                 yield from _file(dir_fd, parts, st.st_mode)
             else:
