@@ -22,6 +22,7 @@ from .controller import Grading, Source, new_grading_id
 from .firewall import FirewallLimits
 from .intake import Refused, through_firewall
 from .judge_report import INVALID_OUTPUT, verdict_from_judge
+from .materialise import read_materialised
 from .overlap import Background
 from .runtime import Bind, ContainerSpec, ExecResult, GradingScope, Limits, Runtime, Scratch
 from .strict_json import StrictJSONError, loads_strict
@@ -139,7 +140,7 @@ def transform_outputs(
                 if entry.kind == "dir":
                     add_dir(combined, f"{prefix}/{entry.path}")
                 else:
-                    data = (out.files / entry.path).read_bytes()
+                    data = read_materialised(out.files, entry.path)
                     info = tarfile.TarInfo(f"{prefix}/{entry.path}")
                     info.size, info.mode = len(data), 0o644
                     combined.addfile(info, io.BytesIO(data))
