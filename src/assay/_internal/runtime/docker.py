@@ -263,7 +263,13 @@ class DockerRuntime:
 
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
-        settled.wait(timeout=max(deadline_s - (time.monotonic() - t0), 0))
+        while not settled.wait(timeout=min(max(deadline_s - (time.monotonic() - t0), 0), 1.0)):
+            if time.monotonic() - t0 >= deadline_s:
+                break
+            if not self._running(cid):
+                # runsc keeps the stream of a sandbox that stopped open until the deadline
+                # (the reader ends when the container is removed).
+                return self._exec_gone(cid, t0)
         timed_out = not settled.is_set()
         duration = time.monotonic() - t0
         if timed_out or truncated.is_set():
@@ -275,7 +281,10 @@ class DockerRuntime:
         if timed_out or truncated.is_set():
             exit_code = None  # we killed it; some runtimes (runsc) also drop the exec record
         else:
-            exit_code = self._call("exec", self._api.exec_inspect, exec_id).get("ExitCode")
+            record = self._exec_record(exec_id)
+            if record is None:
+                return self._exec_gone(cid, t0)
+            exit_code = record.get("ExitCode")
         return ExecResult(
             exit_code=exit_code if isinstance(exit_code, int) else None,
             stdout=bytes(out[:output_cap]),
@@ -288,13 +297,36 @@ class DockerRuntime:
     def _poll_exec(self, cid: str, exec_id: str, t0: float, deadline_s: float) -> ExecResult:
         delay = 0.01
         while True:
-            info = self._call("exec", self._api.exec_inspect, exec_id)
+            info = self._exec_record(exec_id)
+            if info is None:
+                return self._exec_gone(cid, t0)
             if not info.get("Running") and info.get("ExitCode") is not None:
                 return ExecResult(info["ExitCode"], b"", b"", False, False, time.monotonic() - t0)
             if time.monotonic() - t0 >= deadline_s:
                 return ExecResult(None, b"", b"", True, False, time.monotonic() - t0)
             time.sleep(delay)
             delay = min(delay * 1.5, 0.1)
+
+    def _exec_record(self, exec_id: str) -> dict[str, Any] | None:
+        """The exec's record, or None once the engine has dropped it."""
+        try:
+            return dict(self._call("exec", self._api.exec_inspect, exec_id))
+        except RuntimeError_ as exc:
+            if isinstance(exc.__cause__, docker.errors.NotFound):
+                return None
+            raise
+
+    def _running(self, cid: str) -> bool:
+        state = self._call("exec", self._api.inspect_container, cid).get("State") or {}
+        return bool(state.get("Running"))
+
+    def _exec_gone(self, cid: str, t0: float) -> ExecResult:
+        """The engine lost an exec's record. runsc does so when its whole sandbox stopped (at
+        the memory limit, for one); only a stopped container explains it, and the caller
+        then asks why (`oom_killed`). In a running container it is an engine fault."""
+        if self._running(cid):
+            raise RuntimeError_(f"exec: the engine lost a command in running {cid[:12]}")
+        return ExecResult(None, b"", b"", False, False, time.monotonic() - t0, exited=True)
 
     # -- archives and logs -----------------------------------------------------------------
 
