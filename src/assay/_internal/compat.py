@@ -115,6 +115,13 @@ def _verify(
     limits = ["limit:memory"] if rt.oom_killed(cid) or events.get("memory", 0) > 0 else []
     if events.get("pids", 0) > 0:
         limits.append("limit:pids")
+    if run.exited:
+        # The container stopped under the tests (gVisor stops its whole sandbox at the memory
+        # limit): a failed verdict when a ceiling explains it, an engine fault otherwise.
+        scope.discard(cid)
+        if not limits:
+            raise RuntimeError_("the test container stopped during the tests at no limit")
+        return [CaseResult(id=i, status="error", duration_s=0.0) for i in ids], limits
     if run.timed_out:
         scope.discard(cid)
         timeouts = [CaseResult(id=i, status="timeout", duration_s=0.0) for i in ids]

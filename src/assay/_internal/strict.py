@@ -24,7 +24,16 @@ from .intake import Refused, through_firewall
 from .judge_report import INVALID_OUTPUT, verdict_from_judge
 from .materialise import read_materialised
 from .overlap import Background
-from .runtime import Bind, ContainerSpec, ExecResult, GradingScope, Limits, Runtime, Scratch
+from .runtime import (
+    Bind,
+    ContainerSpec,
+    ExecResult,
+    GradingScope,
+    Limits,
+    Runtime,
+    RuntimeError_,
+    Scratch,
+)
 from .strict_json import StrictJSONError, loads_strict
 from .task import Task
 from .verdict import Verdict
@@ -238,6 +247,9 @@ def grade_strict(
             reasons.append("limit:memory")
         if events.get("pids", 0) > 0:
             reasons.append("limit:pids")
+        if run.exited and "limit:memory" not in reasons:
+            # Stopped under the runner by nothing the candidate can reach: an engine fault.
+            raise RuntimeError_("the candidate's container stopped during its run at no limit")
         if task.config.kind == "transform" and not (run.timed_out or run.truncated):
             outputs = transform_outputs(scope, run.stdout, cases, lim.artifact_bytes)
             if isinstance(outputs, Refused):
