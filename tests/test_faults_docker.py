@@ -136,7 +136,9 @@ class Batch:
             text=True,
         )
 
-    def finish(self, proc: subprocess.Popen[str], timeout: float = 300) -> tuple[int, str]:
+    def finish(self, proc: subprocess.Popen[str], timeout: float = 600) -> tuple[int, str]:
+        # Generous: at load average 40 on 2 cores a grading took 5-16 s, and a resumed batch
+        # of ~40 jobs still making progress went past 300 s.
         try:
             _, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
