@@ -44,7 +44,7 @@ from typing import IO, Any, BinaryIO, Literal, cast
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from assay.errors import AssayError, EngineUnavailable, UsageError
+from assay.errors import AssayError, EngineUnavailable, InfrastructureError, UsageError
 
 from .dsse import MAX_ENVELOPE_BYTES
 from .firewall import Accepted, check
@@ -346,10 +346,15 @@ def submission_digest(task: Task, path: Path) -> str | None:
 
 
 class EventLog:
-    """Append-only JSONL, one flushed line per event, safe to call from any thread."""
+    """Append-only JSONL, one flushed line per event, safe to call from any thread.
+
+    A line that cannot be written (the disk is full) is counted, not raised: the log serves
+    recovery, and a worker that died on it would lose its job's outcome. A lost `start` line
+    only means the next run does not sweep that grading; `assay gc` still finds it by owner."""
 
     def __init__(self, path: Path) -> None:
         self._lock = threading.Lock()
+        self.lost = 0
         # A run killed mid-line leaves a torn last line; start ours on a fresh one.
         torn = path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
         self._fh: IO[str] = path.open("a", encoding="utf-8")
@@ -361,11 +366,14 @@ class EventLog:
             {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event, **fields}
         )
         with self._lock:
-            self._fh.write(line + "\n")
-            self._fh.flush()
+            try:
+                self._fh.write(line + "\n")
+                self._fh.flush()
+            except OSError:
+                self.lost += 1
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, contextlib.suppress(OSError):
             self._fh.close()
 
 
@@ -479,9 +487,7 @@ def run_batch(
             try:
                 run.schedule(todo, parallelism)
             finally:
-                for res in shared:
-                    res.close()
-                    log.write("end", id=res.name, grading_id=res.grading_id)
+                close_shared(shared, log)
             lost = run.engine_gone.is_set()
             result = BatchResult(
                 tally,
@@ -491,7 +497,19 @@ def run_batch(
                 invalid,
                 time.monotonic() - t_start,
             )
-            write_summary(out, result, started_at)
+            try:
+                write_summary(out, result, started_at)
+            except OSError as exc:
+                raise InfrastructureError(
+                    f"could not write {out / SUMMARY} ({exc.strerror or exc}); the verdicts "
+                    "written so far are kept",
+                    fix="free space in the output directory and rerun the same command to resume",
+                ) from None
+            if log.lost:
+                raise InfrastructureError(
+                    f"{log.lost} line(s) could not be written to {out / LOG}",
+                    fix="free space in the output directory; a rerun resumes",
+                )
             log.write(
                 "end",
                 interrupted=result.interrupted,
@@ -503,6 +521,19 @@ def run_batch(
             return result
         finally:
             log.close()
+
+
+def close_shared(shared: Sequence[Shared], log: EventLog) -> None:
+    """Close each shared resource; one that cannot be closed (the engine went away) must not
+    end the batch without its summary. It is logged without an `end`, so the next run still
+    sees it open and sweeps it like an unfinished grading."""
+    for res in shared:
+        try:
+            res.close()
+        except Exception as exc:
+            log.write("close-failed", id=res.name, error=f"{type(exc).__name__}: {exc}"[:500])
+        else:
+            log.write("end", id=res.name, grading_id=res.grading_id)
 
 
 def _resume(
@@ -647,7 +678,12 @@ class _Run:
                 self.log.write("aborted", id=job.id, grading_id=gid)
                 return Outcome(job.id, "aborted", grading_id=gid)
             envelope = sign_verdict(verdict, self.private_key)
-            atomic_write(envelope_path(self.out, job.id), envelope)
+            try:
+                atomic_write(envelope_path(self.out, job.id), envelope)
+            except OSError as exc:
+                # No verdict on disk means no verdict: the next run grades it again.
+                msg = f"output: could not write the verdict ({exc.strerror or exc})"
+                return self.errored(job, gid, msg, t0)
         except EngineUnavailable as exc:
             return self.errored(job, gid, f"engine: {exc}", t0)
         except AssayError as exc:
