@@ -188,8 +188,9 @@ def close(expected: Any, actual: Any, rel_tol: float, abs_tol: float) -> bool:
     """`float`: numbers (int or float, never bool) within math.isclose(rel_tol, abs_tol),
     through lists, tuples and dict values; everything else as `exact`."""
     if _number(expected) and _number(actual):
-        if math.isnan(expected) and math.isnan(actual):
-            return True
+        if isinstance(expected, float) and isinstance(actual, float):
+            if math.isnan(expected) and math.isnan(actual):
+                return True
         try:
             return math.isclose(expected, actual, rel_tol=rel_tol, abs_tol=abs_tol)
         except OverflowError:  # an int too big for a float: only equal ints are close
