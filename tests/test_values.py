@@ -243,3 +243,27 @@ def test_call_args_shapes(given: Any, args: list[Any], kwargs: dict[str, Any]) -
 def test_call_args_refuses_other_shapes(given: Any) -> None:
     with pytest.raises(V.BadValue):
         V.call_args(given)
+
+
+def test_documented_subclasses_cross_as_their_base_types_data() -> None:
+    """docs/tasks.md: an IntEnum, a Counter, a namedtuple cross as int, dict, tuple."""
+    import collections
+    import enum
+
+    class Colour(enum.IntEnum):
+        RED = 1
+
+    point = collections.namedtuple("point", "x y")
+    for value, plain in [
+        (Colour.RED, 1),
+        (collections.Counter("aab"), {"a": 2, "b": 1}),
+        (point(1, 2), (1, 2)),
+    ]:
+        back = roundtrip(value)
+        assert type(back) is type(plain) and back == plain
+
+
+@pytest.mark.parametrize("value", [bytearray(b"x"), memoryview(b"x"), 1j, range(3)])
+def test_other_types_have_no_encoding(value: Any) -> None:
+    with pytest.raises(V.Unencodable):
+        V.dumps(value)
