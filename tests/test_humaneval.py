@@ -108,6 +108,8 @@ def test_arguments_are_recorded_before_the_call_mutates_them() -> None:
     ("test", "why"),
     [
         ("def check(candidate):\n    candidate(1)\n", "outside an assert"),
+        ("def check(candidate):\n    if candidate(1):\n        assert True\n", "cannot record"),
+        ("def check(candidate):\n    assert candidate(candidate(1)) == 1\n", "cannot record"),
         ("def check(candidate):\n    assert candidate(1) == candidate(1)\n", "more than one"),
         ("def check(candidate):\n    assert candidate(*[1]) == 1\n", "*args"),
         ("def check(candidate):\n    assert candidate(1) == 2\n", "canonical solution fails"),

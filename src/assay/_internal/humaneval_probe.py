@@ -275,6 +275,8 @@ def convert(problem: dict[str, Any]) -> dict[str, Any]:
             local.add(n.id)
     rw = Rewriter(problem["entry_point"], imports, local)
     ast.fix_missing_locations(rw.visit(tree))
+    if left := _cand_calls(check):  # e.g. in an `if` test: a case the importer would not see
+        raise Unsupported(f"line {left[0].lineno}: a candidate call the importer cannot record")
     namespace: dict[str, Any] = {}
     # The benchmark's own code, in this throwaway subprocess (humaneval.py runs it with a timeout).
     solution = problem["prompt"] + problem["canonical_solution"]
