@@ -45,7 +45,13 @@ class PrivateEngine:
 
     def start(self, timeout_s: float = 60) -> None:
         r = self.root
+        # Its own network namespace: a dockerd with --bridge=none deletes the host's docker0
+        # at start-up (moby's removeDefaultBridgeInterface), which broke the shared engine's
+        # bridge networking for every test after this suite.
         argv = [
+            "unshare",
+            "--net",
+            "--",
             "dockerd",
             f"--config-file={r / 'daemon.json'}",
             f"--data-root={r / 'data'}",

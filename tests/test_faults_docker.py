@@ -67,9 +67,13 @@ def engine(base_image: str) -> Iterator[PrivateEngine]:
         pytest.skip("ASSAY_NO_DOCKER=1: fast subset requested")
     if os.geteuid() != 0:
         pytest.fail("fault injection starts its own dockerd and mounts a tmpfs: run as root")
+    host_bridge = Path("/sys/class/net/docker0").exists()
     eng = PrivateEngine()
     try:
         eng.start()
+        # The private daemon must leave the shared engine's networking alone (it once deleted
+        # docker0, and every later test needing a bridge failed).
+        assert Path("/sys/class/net/docker0").exists() == host_bridge, "docker0 changed"
         load_s = eng.load_image(base_image)
         print(f"private engine up, {base_image} copied in {load_s:.1f}s")
         yield eng
@@ -77,6 +81,7 @@ def engine(base_image: str) -> Iterator[PrivateEngine]:
         eng.close()
         print(f"private engine stopped in {eng.stop_s:.1f}s")
         assert not eng.root.exists(), "the private engine's directory was not removed"
+        assert Path("/sys/class/net/docker0").exists() == host_bridge, "docker0 changed"
     if table := os.environ.get("ASSAY_FAULTS_TABLE"):
         lines = ["| fault | runs | outcomes |", "| --- | --- | --- |"]
         lines += [f"| {r.fault} | {r.runs} | {r.outcomes} |" for r in ROWS]
