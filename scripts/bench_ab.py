@@ -23,13 +23,13 @@ from pathlib import Path
 
 import docker
 
-from assay._internal.bench import measure_floor, p90
-from assay._internal.controller import Source
-from assay._internal.judgepool import JudgePool
-from assay._internal.observed import ObservedRuntime
+from assay._internal.model.task import load_task
+from assay._internal.proof.bench import measure_floor, p90
 from assay._internal.runtime.docker import DockerRuntime
-from assay._internal.strict import INCONTAINER, grade_strict
-from assay._internal.task import load_task
+from assay._internal.runtime.observed import ObservedRuntime
+from assay._internal.tiers.controller import Source
+from assay._internal.tiers.judgepool import JudgePool
+from assay._internal.tiers.strict import INCONTAINER, grade_strict
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from assay._internal import batch
-from assay._internal.batch import (
+from assay._internal.batch import run as batch
+from assay._internal.batch.run import (
     Job,
     Progress,
     jobs_from_dir,
@@ -23,12 +23,12 @@ from assay._internal.batch import (
     run_batch,
     unfinished_gradings,
 )
-from assay._internal.observed import Cancelled, ObservedRuntime
+from assay._internal.model.task import Task
+from assay._internal.model.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
 from assay._internal.runtime import ContainerSpec
 from assay._internal.runtime.fake import FakeRuntime
-from assay._internal.signing import verify_envelope
-from assay._internal.task import Task
-from assay._internal.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
+from assay._internal.runtime.observed import Cancelled, ObservedRuntime
+from assay._internal.signing.sign import verify_envelope
 from assay.errors import EngineUnavailable, InfrastructureError, UsageError
 
 ROOT = Path(__file__).resolve().parent.parent

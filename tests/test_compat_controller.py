@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from e2e import EXAMPLES
 
-from assay._internal.compat import VERIFY_ARGV, grade_compat
-from assay._internal.compat_prep import stub_modules
+from assay._internal.model.task import Task, load_task
+from assay._internal.model.verdict import Verdict
 from assay._internal.runtime import ContainerSpec
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.strict import Source
-from assay._internal.task import Task, load_task
-from assay._internal.verdict import Verdict
+from assay._internal.tiers.compat import VERIFY_ARGV, grade_compat
+from assay._internal.tiers.compat_prep import stub_modules
+from assay._internal.tiers.strict import Source
 from assay.errors import TaskError, UsageError
 
 ADD = load_task(EXAMPLES / "add-pytest")

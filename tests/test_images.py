@@ -7,7 +7,7 @@ import docker.errors
 import pytest
 import requests.exceptions
 
-from assay._internal.images import DEFAULT_BASE_IMAGE, SETUP_FIX, ensure_image_present
+from assay._internal.runtime.images import DEFAULT_BASE_IMAGE, SETUP_FIX, ensure_image_present
 from assay.errors import EngineUnavailable, InfrastructureError
 
 IMAGE_ID = "sha256:" + "ab" * 32

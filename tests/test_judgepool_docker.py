@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from assay._internal.judgepool import JudgePool
+from assay._internal.model.task import load_task
 from assay._internal.runtime.docker import DockerRuntime
-from assay._internal.task import load_task
+from assay._internal.tiers.judgepool import JudgePool
 
 pytestmark = pytest.mark.docker
 

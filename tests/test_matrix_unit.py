@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from assay._internal.baselines import log_cases, parse_pytest_log
-from assay._internal.cli_matrix import class_names, render_markdown
-from assay._internal.matrix import (
+from assay._internal.proof.matrix import (
     Attack,
     Row,
     load_attack,
@@ -17,6 +15,8 @@ from assay._internal.matrix import (
     problems,
     task_for,
 )
+from assay._internal.tiers.baselines import log_cases, parse_pytest_log
+from assay.cli.matrix import class_names, render_markdown
 from assay.errors import TaskError, UsageError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from e2e import EXAMPLES
 
+from assay._internal.model.task import load_task
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.strict import Source, grade_strict
-from assay._internal.task import load_task
+from assay._internal.tiers.strict import Source, grade_strict
 
 TASK = load_task(EXAMPLES / "add")
 IDS = ["small", "zero", "negative", "large"]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from e2e import EXAMPLES
 
-from assay._internal.task import load_task
+from assay._internal.model.task import load_task
 from assay.errors import TaskError
 
 
@@ -74,7 +74,7 @@ def test_digest_changes_with_judge_content(tmp_path: Path) -> None:
 
 
 def test_vcs_history_in_inputs_is_found(tmp_path: Path) -> None:
-    from assay._internal.task import vcs_history
+    from assay._internal.model.task import vcs_history
 
     inputs = tmp_path / "inputs"
     (inputs / "src").mkdir(parents=True)
@@ -91,9 +91,9 @@ def test_vcs_history_in_inputs_is_found(tmp_path: Path) -> None:
 
 
 def test_hardened_tiers_refuse_to_run_an_agent_on_vcs_history(tmp_path: Path) -> None:
-    from assay._internal.controller import Grading, Source
     from assay._internal.runtime import GradingScope
     from assay._internal.runtime.fake import FakeRuntime
+    from assay._internal.tiers.controller import Grading, Source
     from assay.errors import UnsafeInputs
 
     root = _copy(tmp_path)

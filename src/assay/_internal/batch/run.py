@@ -1,0 +1,641 @@
+"""Batch grading: many (task, submission) pairs, bounded parallelism, resumable output.
+
+Output directory layout (everything written atomically: a temp name, then a rename):
+  OUT/<id>.dsse.json   one signed verdict per grading
+  OUT/summary.json     counts, pass rate, failures with reasons, errors
+  OUT/log.jsonl        append-only events; `start` lines name grading ids, so a run that was
+                       killed outright can have its containers swept by the next run
+
+Resume rule: a job is done iff OUT/<id>.dsse.json verifies with our key and names the job's
+task digest. Anything else (missing, torn, tampered, another key, another task) is graded
+again. An infrastructure error leaves no verdict file, so it is retried by the next run and
+never counted as a pass.
+
+Threads are enough for parallelism: the work happens in containers, and the controller's
+share is small. Only the main thread renders progress or handles Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import queue
+import re
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from assay.errors import AssayError, EngineUnavailable, UsageError
+
+from ..model.strict_json import StrictJSONError, loads_strict, shown
+from ..model.task import Task, load_task
+from ..model.verdict import Verdict
+from ..runtime.scope import TEMP_PREFIX
+from ..signing.dsse import MAX_ENVELOPE_BYTES
+from ..signing.sign import VerificationError, sign_verdict, verify_envelope
+
+SUMMARY = "summary.json"
+LOG = "log.jsonl"
+LOCK = ".assay-batch.lock"
+ENVELOPE_SUFFIX = ".dsse.json"
+TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2")
+MAX_MANIFEST_LINE = 64 << 10
+MAX_LOG_LINE = 64 << 10
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_GID = re.compile(r"^g-[0-9a-f]{16}$")
+_UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]")
+_MANIFEST_KEYS = frozenset({"task", "submission", "id"})
+
+GradeFn = Callable[[Task, Path, str], Verdict]
+"""Grade one submission of one task under a given grading id; raises on infrastructure errors."""
+SweepFn = Callable[[str], int]
+"""Remove every container and volume of one grading id (recovering from a killed run)."""
+CancelFn = Callable[[str], object]
+"""Stop one running grading now: refuse it new containers and kill the ones it has."""
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    task_path: Path
+    submission: Path
+    where: str
+    """Where the job came from, for messages: `manifest.jsonl:12` or the submission path."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    id: str
+    status: Literal["passed", "failed", "error", "aborted"]
+    reasons: tuple[str, ...] = ()
+    error: str | None = None
+    grading_id: str | None = None
+    wall_s: float = 0.0
+    resumed: bool = False
+
+
+@dataclass(frozen=True)
+class Shared:
+    name: str
+    grading_id: str
+    close: Callable[[], object]
+
+
+@dataclass
+class Tally:
+    """Counts kept as gradings finish; the failure lists are small records, never verdicts."""
+
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    resumed: int = 0
+    graded: int = 0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    error_list: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, o: Outcome) -> None:
+        if o.status == "aborted":
+            return
+        if o.resumed:
+            self.resumed += 1
+        else:
+            self.graded += 1
+        if o.status == "passed":
+            self.passed += 1
+        elif o.status == "failed":
+            self.failed += 1
+            self.failures.append({"id": o.id, "reasons": list(o.reasons)})
+        else:
+            self.errors += 1
+            self.error_list.append({"id": o.id, "error": o.error})
+
+    @property
+    def done(self) -> int:
+        return self.passed + self.failed + self.errors
+
+
+@dataclass
+class BatchResult:
+    tally: Tally
+    interrupted: bool
+    aborted_engine: bool
+    recovered_containers: int
+    regraded_invalid: list[str]
+    wall_s: float
+
+    @property
+    def not_run(self) -> int:
+        return self.tally.total - self.tally.done
+
+
+# -- building the job list ------------------------------------------------------------------
+
+
+def _check_id(raw: str, where: str) -> str:
+    if not _ID.match(raw) or ".." in raw:
+        raise UsageError(
+            f"{where}: id {shown(raw)!r} is not usable as a file name "
+            "(letters, digits, '.', '_', '-'; at most 128; no leading '.' or '-')"
+        )
+    return raw
+
+
+def _derived_id(*parts: str, readable: str = "") -> str:
+    digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+    stem = _UNSAFE_ID_CHARS.sub("_", readable)[:80].lstrip("._-")
+    return f"{stem}-{digest}" if stem else digest
+
+
+def jobs_from_manifest(manifest: Path) -> list[Job]:
+    """Parse a JSONL manifest. Relative paths are relative to the manifest's directory, so a
+    manifest and its submissions can move together."""
+    base = manifest.resolve().parent
+    jobs: list[Job] = []
+    try:
+        fh = manifest.open("rb")
+    except OSError as exc:
+        raise UsageError(f"cannot read manifest {manifest}: {exc.strerror}") from None
+    with fh:
+        for n, raw in enumerate(iter(lambda: fh.readline(MAX_MANIFEST_LINE + 1), b""), 1):
+            where = f"{manifest}:{n}"
+            if len(raw) > MAX_MANIFEST_LINE:
+                raise UsageError(f"{where}: line longer than {MAX_MANIFEST_LINE} bytes")
+            if not raw.strip():
+                continue
+            try:
+                obj = loads_strict(raw, max_bytes=MAX_MANIFEST_LINE, max_depth=2)
+            except StrictJSONError as exc:
+                raise UsageError(f"{where}: not a JSON object line ({exc.code})") from None
+            if not isinstance(obj, dict):
+                raise UsageError(f"{where}: each line must be a JSON object")
+            if extra := sorted(obj.keys() - _MANIFEST_KEYS):
+                raise UsageError(f"{where}: unknown key(s) {', '.join(map(shown, extra))}")
+            task_s, sub_s, id_s = obj.get("task"), obj.get("submission"), obj.get("id")
+            if not isinstance(task_s, str) or not isinstance(sub_s, str) or not task_s or not sub_s:
+                raise UsageError(f"{where}: 'task' and 'submission' must be non-empty strings")
+            task_p, sub_p = base / task_s, base / sub_s
+            if id_s is None:
+                job_id = _derived_id(
+                    str(task_p.resolve()), str(sub_p.resolve()), readable=sub_p.name
+                )
+            elif isinstance(id_s, str):
+                job_id = _check_id(id_s, where)
+            else:
+                raise UsageError(f"{where}: 'id' must be a string")
+            jobs.append(Job(job_id, task_p, sub_p, where))
+    _no_duplicate_ids(jobs)
+    return jobs
+
+
+def jobs_from_dir(task_path: Path, submissions: Path) -> list[Job]:
+    """Every subdirectory or tar in `submissions` is one submission; its name is the id (made
+    file-name safe and given a hash suffix if that changed it or made it collide)."""
+    if not submissions.is_dir():
+        raise UsageError(f"--submissions {submissions}: not a directory")
+    entries: list[tuple[str, Path]] = []
+    for child in sorted(submissions.iterdir()):
+        if child.name.startswith("."):
+            continue
+        if child.is_dir():
+            entries.append((child.name, child))
+        elif child.is_file() and child.name.endswith(TAR_SUFFIXES):
+            stem = next(child.name[: -len(s)] for s in TAR_SUFFIXES if child.name.endswith(s))
+            entries.append((stem, child))
+    stems = [s for s, _ in entries]
+    jobs = []
+    for stem, path in entries:
+        clean = _ID.match(stem) is not None and ".." not in stem and stems.count(stem) == 1
+        job_id = stem if clean else _derived_id(path.name, readable=stem)
+        jobs.append(Job(job_id, task_path, path, str(path)))
+    if not jobs:
+        raise UsageError(f"--submissions {submissions}: no subdirectory or tar file in it")
+    _no_duplicate_ids(jobs)
+    return jobs
+
+
+def _no_duplicate_ids(jobs: list[Job]) -> None:
+    seen: dict[str, str] = {}
+    for j in jobs:
+        if j.id in seen:
+            raise UsageError(f"{j.where}: id {j.id!r} already used at {seen[j.id]}")
+        seen[j.id] = j.where
+
+
+def load_tasks(jobs: Iterable[Job]) -> dict[Path, Task]:
+    """Each distinct task once, up front: a broken task is a usage error before any grading."""
+    tasks: dict[Path, Task] = {}
+    for j in jobs:
+        key = j.task_path.resolve()
+        if key not in tasks:
+            tasks[key] = load_task(key)
+    return tasks
+
+
+def new_grading_id() -> str:
+    return "g-" + secrets.token_hex(8)
+
+
+# -- files -----------------------------------------------------------------------------------
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Readers (and a later resume) see the old file, or the whole new one; never a torn one."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def envelope_path(out: Path, job_id: str) -> Path:
+    return out / f"{job_id}{ENVELOPE_SUFFIX}"
+
+
+def finished_verdict(out: Path, job: Job, task: Task, private_key: Ed25519PrivateKey) -> Verdict:
+    """The verdict already on disk for `job`; raises VerificationError if it is not one."""
+    path = envelope_path(out, job.id)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(MAX_ENVELOPE_BYTES + 1)
+    verdict = verify_envelope(data, private_key.public_key())
+    if verdict.task_id != task.id or verdict.task_digest != task.digest:
+        raise VerificationError("batch:other-task", "the verdict is for another task or version")
+    return verdict
+
+
+class EventLog:
+    """Append-only JSONL, one flushed line per event, safe to call from any thread."""
+
+    def __init__(self, path: Path) -> None:
+        self._lock = threading.Lock()
+        # A run killed mid-line leaves a torn last line; start ours on a fresh one.
+        torn = path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
+        self._fh: IO[str] = path.open("a", encoding="utf-8")
+        if torn:
+            self._fh.write("\n")
+
+    def write(self, event: str, **fields: Any) -> None:
+        line = json.dumps(
+            {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event, **fields}
+        )
+        with self._lock:
+            self._fh.write(line + "\n")
+            self._fh.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._fh.close()
+
+
+def _last_byte(path: Path) -> bytes:
+    with path.open("rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1)
+
+
+def unfinished_gradings(log: Path) -> list[str]:
+    """Grading ids the log shows started and never ended: a run died under them."""
+    if not log.exists():
+        return []
+    open_ids: dict[str, None] = {}
+    with log.open("rb") as fh:
+        for raw in iter(lambda: fh.readline(MAX_LOG_LINE + 1), b""):
+            try:
+                ev = loads_strict(raw, max_bytes=MAX_LOG_LINE, max_depth=4)
+            except StrictJSONError:
+                continue  # a torn line from a killed run
+            # Only ids of the shape we mint: they go into label filters and a temp-dir glob.
+            if not isinstance(ev, dict) or not _GID.match(str(ev.get("grading_id"))):
+                continue
+            gid = ev["grading_id"]
+            if ev.get("event") == "start":
+                open_ids[gid] = None
+            else:
+                open_ids.pop(gid, None)
+    return list(open_ids)
+
+
+def remove_tempdirs(grading_id: str) -> None:
+    """The host temp dirs a killed grading's scope never got to remove."""
+    for path in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}{grading_id}-*"):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def exclusive(out: Path) -> Iterator[None]:
+    """One writer per output directory: a second run would sweep the first one's gradings."""
+    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(f"another `assay grade-many` is writing to {out}") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Progress:
+    """What the parent process shows; the callbacks run on the main thread only."""
+
+    on_plan: Callable[[int, int], None] = lambda to_grade, resumed: None
+    on_outcome: Callable[[Outcome, Tally], None] = lambda o, t: None
+    on_stopping: Callable[[int], None] = lambda running: None
+
+
+class _Interrupts:
+    """Ctrl-C once: take no new jobs, let running gradings finish and keep their verdicts.
+    Ctrl-C twice: also kill the running gradings' containers and keep none of their results."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.abort = threading.Event()
+
+
+def run_batch(
+    out: Path,
+    jobs: list[Job],
+    tasks: dict[Path, Task],
+    grade: GradeFn,
+    private_key: Ed25519PrivateKey,
+    parallelism: int,
+    sweep: SweepFn | None = None,
+    cancel: CancelFn | None = None,
+    progress: Progress | None = None,
+    shared: Sequence[Shared] = (),
+) -> BatchResult:
+    """`shared`: containers that serve many gradings (a judge pool). Their label is logged
+    before any grading starts and closed after the last one ends, so a killed run's next run
+    sweeps them like any unfinished grading."""
+    if parallelism < 1:
+        raise UsageError("--jobs must be at least 1")
+    progress = progress or Progress()
+    out.mkdir(parents=True, exist_ok=True)
+    t_start = time.monotonic()
+    started_at = datetime.now(UTC)
+    with exclusive(out):
+        log = EventLog(out / LOG)
+        try:
+            recovered = 0
+            leftovers = unfinished_gradings(out / LOG)
+            for gid in leftovers:
+                recovered += sweep(gid) if sweep is not None else 0
+                remove_tempdirs(gid)
+                log.write("recovered", grading_id=gid)
+            tally = Tally(total=len(jobs))
+            todo, invalid = _resume(out, jobs, tasks, private_key, tally, log)
+            log.write("run", jobs=len(jobs), to_grade=len(todo), resumed=tally.resumed)
+            progress.on_plan(len(todo), tally.resumed)
+            run = _Run(out, tasks, grade, private_key, log, tally, progress, cancel)
+            for res in shared:
+                log.write("start", id=res.name, grading_id=res.grading_id)
+            try:
+                run.schedule(todo, parallelism)
+            finally:
+                for res in shared:
+                    res.close()
+                    log.write("end", id=res.name, grading_id=res.grading_id)
+            lost = run.engine_gone.is_set()
+            result = BatchResult(
+                tally,
+                run.intr.stop.is_set() and not lost,
+                lost,
+                recovered,
+                invalid,
+                time.monotonic() - t_start,
+            )
+            write_summary(out, result, started_at)
+            log.write(
+                "end",
+                interrupted=result.interrupted,
+                passed=tally.passed,
+                failed=tally.failed,
+                errors=tally.errors,
+                not_run=result.not_run,
+            )
+            return result
+        finally:
+            log.close()
+
+
+def _resume(
+    out: Path,
+    jobs: list[Job],
+    tasks: dict[Path, Task],
+    private_key: Ed25519PrivateKey,
+    tally: Tally,
+    log: EventLog,
+) -> tuple[list[Job], list[str]]:
+    todo: list[Job] = []
+    invalid: list[str] = []
+    for job in jobs:
+        task = tasks[job.task_path.resolve()]
+        path = envelope_path(out, job.id)
+        if not (path.exists() or path.is_symlink()):
+            todo.append(job)
+            continue
+        try:
+            v = finished_verdict(out, job, task, private_key)
+        except (VerificationError, OSError) as exc:
+            reason = exc.reason if isinstance(exc, VerificationError) else type(exc).__name__
+            log.write("regrade", id=job.id, reason=reason)
+            invalid.append(job.id)
+            todo.append(job)
+            continue
+        o = Outcome(
+            job.id,
+            "passed" if v.passed else "failed",
+            tuple(v.reason_codes),
+            grading_id=v.grading_id,
+            resumed=True,
+        )
+        tally.add(o)
+        log.write("skipped", id=job.id, grading_id=v.grading_id, passed=v.passed)
+    return todo, invalid
+
+
+@dataclass
+class _Run:
+    """One run's shared state; workers only touch `log` (locked) and the queues."""
+
+    out: Path
+    tasks: dict[Path, Task]
+    grade: GradeFn
+    private_key: Ed25519PrivateKey
+    log: EventLog
+    tally: Tally
+    progress: Progress
+    cancel: CancelFn | None
+    intr: _Interrupts = field(default_factory=_Interrupts)
+    running: dict[str, str] = field(default_factory=dict)  # grading id -> job id
+    running_lock: threading.Lock = field(default_factory=threading.Lock)
+    engine_gone: threading.Event = field(default_factory=threading.Event)
+
+    def schedule(self, todo: list[Job], parallelism: int) -> None:
+        work: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        for job in todo:
+            work.put(job)
+        results: queue.SimpleQueue[Outcome | None] = queue.SimpleQueue()
+
+        def worker() -> None:
+            try:
+                while not (self.intr.stop.is_set() or self.engine_gone.is_set()):
+                    try:
+                        job = work.get_nowait()
+                    except queue.Empty:
+                        return
+                    gid = new_grading_id()
+                    with self.running_lock:
+                        if self.intr.stop.is_set():
+                            return
+                        self.running[gid] = job.id
+                    try:
+                        o = self.grade_one(job, gid)
+                    finally:
+                        with self.running_lock:
+                            self.running.pop(gid, None)
+                    if o.error and o.error.startswith("engine:"):
+                        self.engine_gone.set()
+                    results.put(o)
+            finally:
+                results.put(None)  # this worker is done
+
+        n_workers = min(parallelism, len(todo))
+        for _ in range(n_workers):
+            threading.Thread(target=worker, daemon=True).start()
+        alive = n_workers
+
+        def drain() -> None:
+            nonlocal alive
+            try:
+                item = results.get(timeout=0.25)
+            except queue.Empty:
+                return
+            if item is None:
+                alive -= 1
+                return
+            if item.status != "aborted":
+                self.tally.add(item)
+                self.progress.on_outcome(item, self.tally)
+
+        try:
+            while alive:
+                drain()
+        except KeyboardInterrupt:
+            self.intr.stop.set()
+            with self.running_lock:
+                n_running = len(self.running)
+            self.log.write("interrupt", running=n_running)
+            try:
+                self.progress.on_stopping(n_running)
+                while alive:
+                    drain()
+            except KeyboardInterrupt:
+                self.abort_running()
+                while alive:
+                    with contextlib.suppress(KeyboardInterrupt):
+                        drain()
+
+    def abort_running(self) -> None:
+        # Flag first, then kill: a worker whose grading we touched is guaranteed to see the
+        # flag and discard what the grading returns.
+        self.intr.abort.set()
+        with self.running_lock:
+            gids = list(self.running)
+        self.log.write("abort", running=gids)
+        if self.cancel is None:
+            return
+        for gid in gids:
+            # Best effort: whatever survives is removed by the grading's scope as it unwinds.
+            with contextlib.suppress(Exception):
+                self.cancel(gid)
+
+    def grade_one(self, job: Job, gid: str) -> Outcome:
+        task = self.tasks[job.task_path.resolve()]
+        self.log.write("start", id=job.id, grading_id=gid)
+        t0 = time.monotonic()
+        try:
+            verdict = self.grade(task, job.submission, gid)
+            if self.intr.abort.is_set():
+                self.log.write("aborted", id=job.id, grading_id=gid)
+                return Outcome(job.id, "aborted", grading_id=gid)
+            envelope = sign_verdict(verdict, self.private_key)
+            atomic_write(envelope_path(self.out, job.id), envelope)
+        except EngineUnavailable as exc:
+            return self.errored(job, gid, f"engine: {exc}", t0)
+        except AssayError as exc:
+            return self.errored(job, gid, f"{type(exc).__name__}: {exc}", t0)
+        except Exception as exc:  # one grading's bug must not end the batch; it is no pass
+            return self.errored(job, gid, f"internal: {type(exc).__name__}: {exc}", t0)
+        wall = time.monotonic() - t0
+        self.log.write(
+            "end",
+            id=job.id,
+            grading_id=gid,
+            passed=verdict.passed,
+            score=verdict.score,
+            reasons=list(verdict.reason_codes),
+            wall_s=round(wall, 4),
+        )
+        return Outcome(
+            job.id,
+            "passed" if verdict.passed else "failed",
+            tuple(verdict.reason_codes),
+            grading_id=gid,
+            wall_s=wall,
+        )
+
+    def errored(self, job: Job, gid: str, message: str, t0: float) -> Outcome:
+        message = message[:500]
+        self.log.write("error", id=job.id, grading_id=gid, error=message)
+        return Outcome(job.id, "error", error=message, grading_id=gid, wall_s=time.monotonic() - t0)
+
+
+def write_summary(out: Path, result: BatchResult, started_at: datetime) -> None:
+    t = result.tally
+    summary = {
+        "schema": "assay.batch-summary/v1",
+        "total": t.total,
+        "passed": t.passed,
+        "failed": t.failed,
+        "errors": t.errors,
+        "not_run": result.not_run,
+        # Over every job: an error or a job not yet run is not a pass.
+        "pass_rate": round(t.passed / t.total, 6) if t.total else 0.0,
+        "graded_this_run": t.graded,
+        "resumed": t.resumed,
+        "regraded_invalid": result.regraded_invalid,
+        "recovered_containers": result.recovered_containers,
+        "interrupted": result.interrupted,
+        "engine_lost": result.aborted_engine,
+        "complete": t.done == t.total and t.errors == 0,
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "wall_s": round(result.wall_s, 3),
+        "failures": sorted(t.failures, key=lambda f: str(f["id"])),
+        "error_details": sorted(t.error_list, key=lambda f: str(f["id"])),
+    }
+    atomic_write(out / SUMMARY, (json.dumps(summary, indent=2) + "\n").encode())
