@@ -29,7 +29,7 @@ from assay._internal.runtime import ContainerSpec
 from assay._internal.runtime.fake import FakeRuntime
 from assay._internal.runtime.observed import Cancelled, ObservedRuntime
 from assay._internal.signing.sign import verify_envelope
-from assay.errors import EngineUnavailable, InfrastructureError, UsageError
+from assay.errors import EngineUnavailableError, InfrastructureError, UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 ADD = ROOT / "examples" / "add"
@@ -79,7 +79,7 @@ class FakeGrader:
             if "bug" in name:
                 raise ZeroDivisionError("division by zero")
             if "gone" in name:
-                raise EngineUnavailable("lost the Docker engine")
+                raise EngineUnavailableError("lost the Docker engine")
             return _verdict(task, gid, passed="good" in name)
         finally:
             with self.lock:

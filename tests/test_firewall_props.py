@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from assay._internal.firewall.check import RULES, Accepted, Rejected, check
-from assay._internal.firewall.materialise import FirewallError, materialise
+from assay._internal.firewall.materialise import materialise
+from assay.errors import FirewallError
 
 EXAMPLES = int(os.environ.get("ASSAY_FIREWALL_EXAMPLES", "200"))
 PROPS = settings(

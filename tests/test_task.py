@@ -94,12 +94,12 @@ def test_hardened_tiers_refuse_to_run_an_agent_on_vcs_history(tmp_path: Path) ->
     from assay._internal.runtime import GradingScope
     from assay._internal.runtime.fake import FakeRuntime
     from assay._internal.tiers.controller import Grading, Source
-    from assay.errors import UnsafeInputs
+    from assay.errors import UnsafeInputsError
 
     root = _copy(tmp_path)
     (root / "inputs" / ".git").mkdir()
     rt = FakeRuntime()
     g = Grading(rt, load_task(root), "t3", "img")
-    with GradingScope(rt, g.gid) as scope, pytest.raises(UnsafeInputs, match=r"\.git"):
+    with GradingScope(rt, g.gid) as scope, pytest.raises(UnsafeInputsError, match=r"\.git"):
         g.take_submission(scope, Source(agent_cmd="true"))
     assert rt.containers == {}, "the agent must not start"

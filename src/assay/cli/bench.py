@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +12,12 @@ from rich.console import Console
 from rich.table import Table
 
 from assay._internal.batch.run import atomic_write
-from assay._internal.proof.bench import EXAMPLES, Settings, run_bench
-from assay._internal.runtime.docker import DockerRuntime
+from assay._internal.proof.bench import Settings, run_bench
+from assay._internal.proof.locate import default_dir
+from assay._internal.runtime.engine import docker_runtime, engine_client
 from assay._internal.runtime.observed import ObservedRuntime
-from assay._internal.tiers.dispatch import DEFAULT_IMAGE
-from assay.errors import AssayError
 
-from .grade_many import batch_client
+from .common import engine_options, exit_codes
 
 
 def _f(x: Any, unit: str = "", digits: int = 3) -> str:
@@ -120,14 +117,12 @@ def render(r: dict[str, Any], console: Console) -> None:
 @click.option("--quick", is_flag=True, help="A small run (about a minute): fewer samples.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--samples", type=click.IntRange(1, 1000), help="Gradings per tier and task.")
-@click.option("--base-image", default=lambda: os.environ.get("ASSAY_BASE_IMAGE", DEFAULT_IMAGE))
-@click.option("--runtime", "oci_runtime", type=click.Choice(["runc", "runsc"]), default="runc")
+@engine_options
 @click.option(
     "--examples",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
-    default=EXAMPLES,
-    show_default=True,
-    help="Where the honest example tasks live.",
+    help="Where the honest example tasks live; default: $ASSAY_EXAMPLES, the checkout's or "
+    "./examples.",
 )
 def bench_cmd(
     quick: bool,
@@ -135,7 +130,7 @@ def bench_cmd(
     samples: int | None,
     base_image: str,
     oci_runtime: str,
-    examples: Path,
+    examples: Path | None,
 ) -> None:
     """Measure per-grading cost of each tier, the container floor, throughput and memory."""
     err = Console(stderr=True, highlight=False)
@@ -147,26 +142,18 @@ def bench_cmd(
             per_worker=settings.per_worker,
             minimum_batch=settings.minimum_batch,
         )
-    try:
-        client = batch_client(8)
-        rt = ObservedRuntime(
-            DockerRuntime(client=client, oci_runtime=None if oci_runtime == "runc" else oci_runtime)
-        )
+    with exit_codes(interrupted="interrupted; no figures"):
+        client = engine_client(parallel=8)
+        rt = ObservedRuntime(docker_runtime(oci_runtime, client=client))
         result = run_bench(
             client,
             rt,
             base_image,
             oci_runtime,
             settings,
-            examples=examples,
+            examples=examples or default_dir("examples"),
             say=lambda s: err.print(s, markup=False),
         )
-    except KeyboardInterrupt:
-        err.print("interrupted; no figures")
-        sys.exit(130)
-    except AssayError as exc:
-        err.print(f"assay: {exc.diagnostics()}", markup=False)
-        sys.exit(exc.exit_code)
     render(result, Console(highlight=False, width=200))
     if json_out is not None:
         atomic_write(json_out, (json.dumps(result, indent=2) + "\n").encode())

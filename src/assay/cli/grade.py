@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import click
 from rich.console import Console
 
-from assay._internal.model.task import load_task
-from assay._internal.model.verdict import Verdict
-from assay._internal.signing.keys import ensure_signing_key
-from assay._internal.signing.sign import sign_verdict
-from assay._internal.tiers.controller import Source
-from assay._internal.tiers.dispatch import DEFAULT_IMAGE, grade, pick_tier
-from assay.errors import AssayError, UsageError
+import assay
+from assay.errors import UsageError
 
-EXIT_PASSED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+from .common import engine_options, exit_codes
+
+EXIT_PASSED, EXIT_FAILED = 0, 1
 
 
-def _summary(console: Console, v: Verdict, out: Path) -> None:
+def _summary(console: Console, v: assay.Verdict, out: Path) -> None:
     mark = "[bold green]PASSED[/]" if v.passed else "[bold red]FAILED[/]"
     n_pass = sum(c.status == "pass" for c in v.cases)
     console.print(
@@ -49,8 +45,7 @@ def _summary(console: Console, v: Verdict, out: Path) -> None:
     is_flag=True,
     help="Allow the unsafe baselines t0/t1 (for demonstrating attacks only).",
 )
-@click.option("--base-image", default=lambda: os.environ.get("ASSAY_BASE_IMAGE", DEFAULT_IMAGE))
-@click.option("--runtime", "oci_runtime", type=click.Choice(["runc", "runsc"]), default="runc")
+@engine_options
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Envelope path.")
 @click.option("--key", type=click.Path(dir_okay=False, path_type=Path), help="Signing key.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict JSON on stdout.")
@@ -69,34 +64,29 @@ def grade_cmd(
 ) -> None:
     """Grade TASK_DIR; exit 0 passed, 1 failed, 2 usage or task error, 3 no verdict."""
     err = Console(stderr=True)
-    try:
+    with exit_codes(interrupted="interrupted: grading stopped, its containers and files removed"):
         if (submission is None) == (agent_cmd is None):
             raise UsageError("give exactly one of --submission PATH and --agent-cmd CMD")
         if agent_dir is not None and agent_cmd is None:
             raise UsageError("--agent-dir only goes with --agent-cmd")
-        task = load_task(task_dir)
-        chosen = pick_tier(task, tier, unsafe_baseline)
+        task = assay.load_task(task_dir)
+        chosen = assay.Grader.tier_for(task, tier, unsafe_baseline=unsafe_baseline)
         if chosen in ("t0", "t1"):
             err.print(
                 f"[bold yellow]warning:[/] {chosen} is an UNSAFE baseline; its verdict "
                 "can be forged by the submission. Never use it to score anything."
             )
-        private_key, pub_path, created = ensure_signing_key(key)
-        if created:
-            err.print(f"created signing key; public key at {pub_path}", markup=False)
-        source = Source(agent_cmd=agent_cmd, agent_dir=agent_dir, path=submission)
-        verdict = grade(task, source, chosen, base_image, oci_runtime)
-        envelope = sign_verdict(verdict, private_key)
+        with assay.Grader(image=base_image, oci_runtime=oci_runtime, key=key) as grader:
+            if grader.created_key:
+                err.print(f"created signing key; public key at {grader.public_key}", markup=False)
+            what: assay.Submission = submission or Path()
+            if agent_cmd is not None:
+                what = assay.Agent(agent_cmd, agent_dir)
+            graded = grader.grade(task, what, tier=chosen, unsafe_baseline=unsafe_baseline)
+        verdict = graded.verdict
         target = out or Path("assay-out") / f"{verdict.grading_id}.dsse.json"
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(envelope)
-    except KeyboardInterrupt:
-        click.echo("interrupted: grading stopped, its containers and files removed", err=True)
-        sys.exit(EXIT_INTERRUPTED)
-    except AssayError as exc:
-        # Plain echo, not rich: the reason must stay one unwrapped line for people and scripts.
-        click.echo(f"assay: {exc.diagnostics()}", err=True)
-        sys.exit(exc.exit_code)
+        target.write_bytes(graded.envelope)
     if as_json:
         click.echo(verdict.model_dump_json(indent=2))
     else:

@@ -7,12 +7,10 @@ Exit codes: 0 every job has a signed verdict (passed or failed); 2 usage or task
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 import click
 from rich.console import Console
@@ -29,28 +27,19 @@ from rich.progress import Progress as RichProgress
 from rich.progress import Task as RichTask
 from rich.text import Text
 
+import assay
 from assay._internal.batch.run import (
-    GradeFn,
     Job,
     Outcome,
     Progress,
-    Shared,
     Tally,
     jobs_from_dir,
     jobs_from_manifest,
-    load_tasks,
-    run_batch,
 )
-from assay._internal.model.task import Task
-from assay._internal.model.verdict import Tier, Verdict
-from assay._internal.runtime.docker import START_DOCKER_FIX, DockerRuntime, connect
-from assay._internal.runtime.observed import ObservedRuntime
-from assay._internal.signing.keys import ensure_signing_key
-from assay._internal.tiers.controller import Source
-from assay._internal.tiers.dispatch import DEFAULT_IMAGE, pick_tier
-from assay._internal.tiers.judgepool import JudgePool
-from assay._internal.tiers.strict import grade_strict
-from assay.errors import AssayError, UsageError
+from assay._internal.runtime.docker import START_DOCKER_FIX
+from assay.errors import UsageError
+
+from .common import engine_options, exit_codes
 
 EXIT_OK, EXIT_ERRORS, EXIT_INTERRUPTED = 0, 3, 130
 
@@ -63,35 +52,6 @@ class RateColumn(ProgressColumn):
         if elapsed <= 0 or task.completed <= 0:
             return Text("--/min", style="progress.data.speed")
         return Text(f"{task.completed / elapsed * 60:.1f}/min", style="progress.data.speed")
-
-
-def batch_client(parallelism: int) -> Any:
-    """One engine connection pool for all workers, big enough that none waits for a socket
-    (a full pool also makes urllib3 log warnings across the progress bar)."""
-    return connect(max_pool_size=4 * parallelism + 8)
-
-
-def make_grader(
-    rt: ObservedRuntime, tasks: dict[Path, Task], image: str, judges: JudgePool | None
-) -> tuple[GradeFn, dict[str, Tier]]:
-    tiers = {t.id: pick_tier(t, None, unsafe_baseline=False) for t in tasks.values()}
-    if "t2" in tiers.values():
-        from assay._internal.tiers.compat import grade_compat  # noqa: F401  (fail now, not on the 500th job)
-
-    def grade(task: Task, submission: Path, gid: str) -> Verdict:
-        source = Source(path=submission)
-        try:
-            if tiers[task.id] == "t3":
-                return grade_strict(rt, task, source, image, gid, judges=judges)
-            from assay._internal.tiers.compat import grade_compat
-
-            return grade_compat(rt, task, source, image, gid)
-        finally:
-            if judges is not None:
-                judges.finish(gid)
-            rt.take(gid)
-
-    return grade, tiers
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -117,8 +77,7 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     help="Verdicts, summary.json and log.jsonl go here; rerunning resumes.",
 )
 @click.option("--jobs", "parallelism", type=click.IntRange(1, 64), default=2, show_default=True)
-@click.option("--base-image", default=lambda: os.environ.get("ASSAY_BASE_IMAGE", DEFAULT_IMAGE))
-@click.option("--runtime", "oci_runtime", type=click.Choice(["runc", "runsc"]), default="runc")
+@engine_options
 @click.option("--key", type=click.Path(dir_okay=False, path_type=Path), help="Signing key.")
 @click.option(
     "--fresh-judge",
@@ -145,51 +104,35 @@ def grade_many_cmd(
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
-        jobs = _jobs(task_dir, manifest, submissions)
-        tasks = load_tasks(jobs)
-        private_key, pub_path, created = ensure_signing_key(key)
-        if created:
-            err.print(f"created signing key; public key at {pub_path}", markup=False)
-        client = batch_client(parallelism)
-        rt = ObservedRuntime(
-            DockerRuntime(client=client, oci_runtime=None if oci_runtime == "runc" else oci_runtime)
-        )
-        rt.image_digest(base_image)  # a missing image is one usage error, not N job errors
-        judges = None if fresh_judge else JudgePool(rt, max_idle_per_task=parallelism)
-        shared = [Shared("judge-pool", judges.gid, judges.close)] if judges else []
-        grade, tiers = make_grader(rt, tasks, base_image, judges)
-        err.print(
-            f"{len(jobs)} job(s), {len(tasks)} task(s) "
-            f"[{', '.join(sorted(f'{t}:{tier}' for t, tier in tiers.items()))}], "
-            f"--jobs {parallelism}, {'fresh' if fresh_judge else 'reused'} judges, out {out}",
-            markup=False,
-        )
-        with _progress(err) as progress:
-            result = run_batch(
-                out,
-                jobs,
-                tasks,
-                grade,
-                private_key,
-                parallelism,
-                sweep=rt.inner.sweep,
-                cancel=rt.cancel,
-                progress=progress,
-                shared=shared,
+        with exit_codes(interrupted="interrupted before any grading started"):
+            jobs = _jobs(task_dir, manifest, submissions)
+            grader = assay.Grader(
+                image=base_image, oci_runtime=oci_runtime, key=key, reuse_judges=not fresh_judge
             )
-    except KeyboardInterrupt:
-        err.print("interrupted before any grading started")
-        sys.exit(EXIT_INTERRUPTED)
-    except AssayError as exc:
-        err.print(f"assay: {exc.diagnostics()}", markup=False)
-        sys.exit(exc.exit_code)
+            if grader.created_key:
+                err.print(f"created signing key; public key at {grader.public_key}", markup=False)
+            batch = grader.batch(jobs, parallel=parallelism)
+            err.print(
+                f"{len(jobs)} job(s), {len(batch.tasks)} task(s) "
+                f"[{', '.join(sorted(f'{t}:{tier}' for t, tier in batch.tiers.items()))}], "
+                f"--jobs {parallelism}, {'fresh' if fresh_judge else 'reused'} judges, out {out}",
+                markup=False,
+            )
+            with _progress(err) as progress:
+                results = batch.run(out, progress)
+                while True:
+                    try:
+                        next(results)
+                    except StopIteration as done:
+                        result = done.value
+                        break
     finally:
         signal.signal(signal.SIGTERM, previous)
     t = result.tally
     err.print(
         f"passed {t.passed}, failed {t.failed}, errors {t.errors}, not run {result.not_run} "
         f"(of {t.total}; {t.resumed} resumed, {t.graded} graded now) in {result.wall_s:.1f}s; "
-        f"summary {out / 'summary.json'}; verify with {pub_path}",
+        f"summary {out / 'summary.json'}; verify with {grader.public_key}",
         markup=False,
     )
     if result.recovered_containers:

@@ -14,17 +14,12 @@ import click
 from rich.console import Console
 from rich.text import Text
 
-from assay._internal.model.verdict import Verdict
+import assay
 from assay._internal.signing.dsse import MAX_ENVELOPE_BYTES
-from assay._internal.signing.sign import (
-    VerificationError,
-    default_key_dir,
-    generate_keypair,
-    keyid,
-    load_public_key,
-    verify_envelope,
-)
-from assay.errors import AssayError, UsageError
+from assay._internal.signing.keys import default_key_dir, keyid, load_public_key
+from assay.errors import AssayError, UsageError, VerificationError
+
+from .common import fail
 
 TIER_NAMES = {"t0": "naive baseline", "t1": "fresh baseline", "t2": "compat", "t3": "strict"}
 
@@ -34,12 +29,14 @@ def _console(stderr: bool = False) -> Console:
 
 
 def _fail(exc: AssayError, as_json: bool) -> NoReturn:
-    if as_json:
-        reason = exc.reason if isinstance(exc, VerificationError) else "usage"
-        click.echo(json.dumps({"valid": False, "reason": reason, "message": str(exc)}))
-    else:
-        _console(stderr=True).print(Text(f"✗ {exc.diagnostics()}", style="bold red"))
-    raise click.exceptions.Exit(exc.exit_code)
+    def render(exc: AssayError) -> None:
+        if as_json:
+            reason = exc.reason if isinstance(exc, VerificationError) else "usage"
+            click.echo(json.dumps({"valid": False, "reason": reason, "message": str(exc)}))
+        else:
+            _console(stderr=True).print(Text(f"✗ {exc.diagnostics()}", style="bold red"))
+
+    fail(exc, render)
 
 
 @click.command()
@@ -52,7 +49,7 @@ def _fail(exc: AssayError, as_json: bool) -> NoReturn:
 def keygen(directory: Path | None) -> None:
     """Create an Ed25519 key pair for signing verdicts (never overwrites)."""
     try:
-        key_path, pub_path = generate_keypair(directory or default_key_dir())
+        key_path, pub_path = assay.keygen(directory or default_key_dir())
         kid = keyid(load_public_key(pub_path))
     except AssayError as exc:
         _fail(exc, as_json=False)
@@ -70,7 +67,7 @@ def _read_envelope(path: Path) -> bytes:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def _summary(verdict: Verdict, kid: str, key_path: Path) -> list[Text]:
+def _summary(verdict: assay.Verdict, kid: str, key_path: Path) -> list[Text]:
     passes = sum(case.status == "pass" for case in verdict.cases)
     outcome = (
         Text("PASSED", style="bold green") if verdict.passed else Text("FAILED", style="bold red")
@@ -114,7 +111,7 @@ def verify(envelope: Path, key_path: Path, subject: str | None, as_json: bool) -
     try:
         public_key = load_public_key(key_path)
         raw = _read_envelope(envelope)
-        verdict = verify_envelope(raw, public_key, expected_subject=subject)
+        verdict = assay.verify(raw, public_key, subject=subject)
     except AssayError as exc:
         _fail(exc, as_json)
     kid = keyid(public_key)

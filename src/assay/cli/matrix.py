@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from collections.abc import Sequence
@@ -13,29 +12,25 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from assay._internal.model.verdict import Tier
+from assay._internal.proof.locate import default_dir
 from assay._internal.proof.matrix import (
     CONTROLS,
-    TIERS,
     Attack,
     Row,
-    Tier,
     kinds_ok,
     load_corpus,
     problems,
     run_matrix,
 )
 from assay._internal.runtime import Runtime
-from assay._internal.runtime.docker import DockerRuntime
-from assay._internal.tiers.dispatch import DEFAULT_IMAGE
-from assay.errors import AssayError, UsageError
+from assay._internal.runtime.engine import docker_runtime
+from assay._internal.tiers.dispatch import TIERS
+from assay.errors import UsageError
 
-REPO = Path(__file__).resolve().parents[3]
+from .common import engine_options, exit_codes
+
 TIER_NAMES = {"t0": "T0 naive", "t1": "T1 fresh", "t2": "T2 compat", "t3": "T3 strict"}
-
-
-def _default(name: str) -> Path:
-    here = REPO / name
-    return here if here.is_dir() else Path(name)
 
 
 def _class_key(cls: str) -> tuple[int, str]:
@@ -178,7 +173,7 @@ def _cell(r: Row | None) -> str:
     "corpora",
     multiple=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="A corpus directory (repeatable); default: the repository's corpus/.",
+    help="A corpus directory (repeatable); default: $ASSAY_CORPUS, the checkout's or ./corpus.",
 )
 @click.option("--tiers", default="t0,t1,t2,t3", help="Comma-separated tiers to run.")
 @click.option("--attack", "only", multiple=True, help="Run only this attack id (repeatable).")
@@ -189,10 +184,10 @@ def _cell(r: Row | None) -> str:
 @click.option(
     "--examples",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Where task names like `canary` resolve; default: the repository's examples/.",
+    help="Where task names like `canary` resolve; default: $ASSAY_EXAMPLES, the checkout's or "
+    "./examples.",
 )
-@click.option("--base-image", default=lambda: os.environ.get("ASSAY_BASE_IMAGE", DEFAULT_IMAGE))
-@click.option("--runtime", "oci_runtime", type=click.Choice(["runc", "runsc"]), default="runc")
+@engine_options
 def matrix_cmd(
     corpora: tuple[Path, ...],
     tiers: str,
@@ -209,23 +204,23 @@ def matrix_cmd(
     honest control. T0/T1 are unsafe baselines and are only ever run here, in throwaway
     containers."""
     console = Console()
-    try:
+    with exit_codes(interrupted="interrupted: the running gradings removed their containers"):
         chosen = [t.strip() for t in tiers.split(",") if t.strip()]
         if not chosen or any(t not in TIERS for t in chosen):
             raise UsageError(f"--tiers {tiers!r}: use a comma-separated subset of t0,t1,t2,t3")
         picked: list[Tier] = [t for t in TIERS if t in chosen]
-        dirs = list(corpora) or [_default("corpus")]
+        dirs = list(corpora) or [default_dir("corpus")]
         attacks = load_corpus(dirs)
         if only:
             unknown = sorted(set(only) - {a.id for a in attacks})
             if unknown:
                 raise UsageError(f"--attack {unknown[0]!r}: no such attack in the corpus")
             attacks = [a for a in attacks if a.id in only]
-        ex = examples or _default("examples")
+        ex = examples or default_dir("examples")
         kinds_ok(attacks, ex, picked)
 
         def factory() -> Runtime:
-            return DockerRuntime(oci_runtime=None if oci_runtime == "runc" else oci_runtime)
+            return docker_runtime(oci_runtime)
 
         def progress(row: Row) -> None:
             mark = "" if row.matches else "  <-- unexpected"
@@ -245,12 +240,6 @@ def matrix_cmd(
             controls=() if no_controls else CONTROLS,
             on_row=progress,
         )
-    except KeyboardInterrupt:
-        click.echo("interrupted: the running gradings removed their containers", err=True)
-        sys.exit(130)
-    except AssayError as exc:
-        click.echo(f"assay: {exc.diagnostics()}", err=True)
-        sys.exit(exc.exit_code)
     console.print(_table(rows, attacks, picked))
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)

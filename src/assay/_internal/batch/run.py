@@ -29,7 +29,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,12 +37,12 @@ from typing import IO, Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from assay.errors import AssayError, EngineUnavailable, UsageError
+from assay.errors import AssayError, EngineUnavailableError, UsageError
 
 from ..model.strict_json import StrictJSONError, loads_strict, shown
 from ..model.task import Task, load_task
 from ..model.verdict import Verdict
-from ..runtime.scope import TEMP_PREFIX
+from ..runtime.scope import TEMP_PREFIX, new_grading_id
 from ..signing.dsse import MAX_ENVELOPE_BYTES
 from ..signing.sign import VerificationError, sign_verdict, verify_envelope
 
@@ -58,7 +58,7 @@ _GID = re.compile(r"^g-[0-9a-f]{16}$")
 _UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]")
 _MANIFEST_KEYS = frozenset({"task", "submission", "id"})
 
-GradeFn = Callable[[Task, Path, str], Verdict]
+GradeFn = Callable[[Task, Any, str], Verdict]
 """Grade one submission of one task under a given grading id; raises on infrastructure errors."""
 SweepFn = Callable[[str], int]
 """Remove every container and volume of one grading id (recovering from a killed run)."""
@@ -70,7 +70,8 @@ CancelFn = Callable[[str], object]
 class Job:
     id: str
     task_path: Path
-    submission: Path
+    submission: Any
+    """A path from the command line; anything `assay.Grader.grade` takes from Python."""
     where: str
     """Where the job came from, for messages: `manifest.jsonl:12` or the submission path."""
 
@@ -84,6 +85,9 @@ class Outcome:
     grading_id: str | None = None
     wall_s: float = 0.0
     resumed: bool = False
+    verdict: Verdict | None = field(default=None, repr=False)
+    envelope: bytes | None = field(default=None, repr=False)
+    """The signed verdict, for a caller that takes outcomes as they come (`Grader.grade_many`)."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,7 @@ class BatchResult:
 # -- building the job list ------------------------------------------------------------------
 
 
-def _check_id(raw: str, where: str) -> str:
+def check_id(raw: str, where: str) -> str:
     if not _ID.match(raw) or ".." in raw:
         raise UsageError(
             f"{where}: id {shown(raw)!r} is not usable as a file name "
@@ -192,11 +196,11 @@ def jobs_from_manifest(manifest: Path) -> list[Job]:
                     str(task_p.resolve()), str(sub_p.resolve()), readable=sub_p.name
                 )
             elif isinstance(id_s, str):
-                job_id = _check_id(id_s, where)
+                job_id = check_id(id_s, where)
             else:
                 raise UsageError(f"{where}: 'id' must be a string")
             jobs.append(Job(job_id, task_p, sub_p, where))
-    _no_duplicate_ids(jobs)
+    no_duplicate_ids(jobs)
     return jobs
 
 
@@ -222,11 +226,11 @@ def jobs_from_dir(task_path: Path, submissions: Path) -> list[Job]:
         jobs.append(Job(job_id, task_path, path, str(path)))
     if not jobs:
         raise UsageError(f"--submissions {submissions}: no subdirectory or tar file in it")
-    _no_duplicate_ids(jobs)
+    no_duplicate_ids(jobs)
     return jobs
 
 
-def _no_duplicate_ids(jobs: list[Job]) -> None:
+def no_duplicate_ids(jobs: list[Job]) -> None:
     seen: dict[str, str] = {}
     for j in jobs:
         if j.id in seen:
@@ -242,10 +246,6 @@ def load_tasks(jobs: Iterable[Job]) -> dict[Path, Task]:
         if key not in tasks:
             tasks[key] = load_task(key)
     return tasks
-
-
-def new_grading_id() -> str:
-    return "g-" + secrets.token_hex(8)
 
 
 # -- files -----------------------------------------------------------------------------------
@@ -270,8 +270,11 @@ def envelope_path(out: Path, job_id: str) -> Path:
     return out / f"{job_id}{ENVELOPE_SUFFIX}"
 
 
-def finished_verdict(out: Path, job: Job, task: Task, private_key: Ed25519PrivateKey) -> Verdict:
-    """The verdict already on disk for `job`; raises VerificationError if it is not one."""
+def finished_verdict(
+    out: Path, job: Job, task: Task, private_key: Ed25519PrivateKey
+) -> tuple[Verdict, bytes]:
+    """The verdict already on disk for `job` and its envelope; raises VerificationError if it
+    is not one."""
     path = envelope_path(out, job.id)
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as fh:
@@ -279,7 +282,7 @@ def finished_verdict(out: Path, job: Job, task: Task, private_key: Ed25519Privat
     verdict = verify_envelope(data, private_key.public_key())
     if verdict.task_id != task.id or verdict.task_digest != task.digest:
         raise VerificationError("batch:other-task", "the verdict is for another task or version")
-    return verdict
+    return verdict, data
 
 
 class EventLog:
@@ -388,7 +391,35 @@ def run_batch(
     progress: Progress | None = None,
     shared: Sequence[Shared] = (),
 ) -> BatchResult:
-    """`shared`: containers that serve many gradings (a judge pool). Their label is logged
+    """Run a batch to its end; `iter_batch` with the outcomes ignored."""
+    outcomes = iter_batch(
+        out, jobs, tasks, grade, private_key, parallelism, sweep, cancel, progress, shared
+    )
+    while True:
+        try:
+            next(outcomes)
+        except StopIteration as done:
+            result: BatchResult = done.value
+            return result
+
+
+def iter_batch(
+    out: Path,
+    jobs: list[Job],
+    tasks: dict[Path, Task],
+    grade: GradeFn,
+    private_key: Ed25519PrivateKey,
+    parallelism: int,
+    sweep: SweepFn | None = None,
+    cancel: CancelFn | None = None,
+    progress: Progress | None = None,
+    shared: Sequence[Shared] = (),
+) -> Generator[Outcome, None, BatchResult]:
+    """Yield each job's outcome as it is known (resumed verdicts first), then return the
+    result. Ctrl-C while waiting stops the batch as `_Run.schedule` says; closing the generator
+    early aborts the running gradings and waits for them.
+
+    `shared`: containers that serve many gradings (a judge pool). Their label is logged
     before any grading starts and closed after the last one ends, so a killed run's next run
     sweeps them like any unfinished grading."""
     if parallelism < 1:
@@ -407,14 +438,15 @@ def run_batch(
                 remove_tempdirs(gid)
                 log.write("recovered", grading_id=gid)
             tally = Tally(total=len(jobs))
-            todo, invalid = _resume(out, jobs, tasks, private_key, tally, log)
+            todo, invalid, resumed = _resume(out, jobs, tasks, private_key, tally, log)
             log.write("run", jobs=len(jobs), to_grade=len(todo), resumed=tally.resumed)
             progress.on_plan(len(todo), tally.resumed)
+            yield from resumed
             run = _Run(out, tasks, grade, private_key, log, tally, progress, cancel)
             for res in shared:
                 log.write("start", id=res.name, grading_id=res.grading_id)
             try:
-                run.schedule(todo, parallelism)
+                yield from run.schedule(todo, parallelism)
             finally:
                 for res in shared:
                     res.close()
@@ -449,9 +481,10 @@ def _resume(
     private_key: Ed25519PrivateKey,
     tally: Tally,
     log: EventLog,
-) -> tuple[list[Job], list[str]]:
+) -> tuple[list[Job], list[str], list[Outcome]]:
     todo: list[Job] = []
     invalid: list[str] = []
+    resumed: list[Outcome] = []
     for job in jobs:
         task = tasks[job.task_path.resolve()]
         path = envelope_path(out, job.id)
@@ -459,7 +492,7 @@ def _resume(
             todo.append(job)
             continue
         try:
-            v = finished_verdict(out, job, task, private_key)
+            v, envelope = finished_verdict(out, job, task, private_key)
         except (VerificationError, OSError) as exc:
             reason = exc.reason if isinstance(exc, VerificationError) else type(exc).__name__
             log.write("regrade", id=job.id, reason=reason)
@@ -472,10 +505,13 @@ def _resume(
             tuple(v.reason_codes),
             grading_id=v.grading_id,
             resumed=True,
+            verdict=v,
+            envelope=envelope,
         )
         tally.add(o)
+        resumed.append(o)
         log.write("skipped", id=job.id, grading_id=v.grading_id, passed=v.passed)
-    return todo, invalid
+    return todo, invalid, resumed
 
 
 @dataclass
@@ -495,7 +531,7 @@ class _Run:
     running_lock: threading.Lock = field(default_factory=threading.Lock)
     engine_gone: threading.Event = field(default_factory=threading.Event)
 
-    def schedule(self, todo: list[Job], parallelism: int) -> None:
+    def schedule(self, todo: list[Job], parallelism: int) -> Iterator[Outcome]:
         work: queue.SimpleQueue[Job] = queue.SimpleQueue()
         for job in todo:
             work.put(job)
@@ -529,22 +565,33 @@ class _Run:
             threading.Thread(target=worker, daemon=True).start()
         alive = n_workers
 
-        def drain() -> None:
+        def drain() -> Outcome | None:
             nonlocal alive
             try:
                 item = results.get(timeout=0.25)
             except queue.Empty:
-                return
+                return None
             if item is None:
                 alive -= 1
-                return
-            if item.status != "aborted":
-                self.tally.add(item)
-                self.progress.on_outcome(item, self.tally)
+                return None
+            if item.status == "aborted":
+                return None
+            self.tally.add(item)
+            self.progress.on_outcome(item, self.tally)
+            return item
 
         try:
             while alive:
+                if (outcome := drain()) is not None:
+                    yield outcome
+        except GeneratorExit:
+            # The consumer stopped early: no verdict of this run may be left half-made, and no
+            # worker may outlive the run (its judge pool and log are closed next).
+            self.intr.stop.set()
+            self.abort_running()
+            while alive:
                 drain()
+            raise
         except KeyboardInterrupt:
             self.intr.stop.set()
             with self.running_lock:
@@ -553,7 +600,8 @@ class _Run:
             try:
                 self.progress.on_stopping(n_running)
                 while alive:
-                    drain()
+                    if (outcome := drain()) is not None:
+                        yield outcome
             except KeyboardInterrupt:
                 self.abort_running()
                 while alive:
@@ -585,7 +633,7 @@ class _Run:
                 return Outcome(job.id, "aborted", grading_id=gid)
             envelope = sign_verdict(verdict, self.private_key)
             atomic_write(envelope_path(self.out, job.id), envelope)
-        except EngineUnavailable as exc:
+        except EngineUnavailableError as exc:
             return self.errored(job, gid, f"engine: {exc}", t0)
         except AssayError as exc:
             return self.errored(job, gid, f"{type(exc).__name__}: {exc}", t0)
@@ -607,6 +655,8 @@ class _Run:
             tuple(verdict.reason_codes),
             grading_id=gid,
             wall_s=wall,
+            verdict=verdict,
+            envelope=envelope,
         )
 
     def errored(self, job: Job, gid: str, message: str, t0: float) -> Outcome:

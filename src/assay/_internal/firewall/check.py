@@ -15,7 +15,6 @@ from typing import BinaryIO, Literal
 
 from assay._internal.firewall.tarbase import (
     DEFAULT_LIMITS,
-    FirewallError,
     FirewallLimits,
     Violation,
 )
@@ -23,6 +22,7 @@ from assay._internal.firewall.tarnames import Catalogue, Globs, parse_prefix, sp
 from assay._internal.firewall.tarread import ByteSource, Member, read_members
 from assay._internal.firewall.tarsource import CHUNK, copy_range, open_source
 from assay._internal.firewall.tarwrite import END_OF_ARCHIVE, header
+from assay.errors import FirewallError
 
 __all__ = [
     "RULES",

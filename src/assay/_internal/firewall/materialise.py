@@ -15,13 +15,13 @@ from typing import BinaryIO
 
 from assay._internal.firewall.tarbase import (
     DEFAULT_LIMITS,
-    FirewallError,
     FirewallLimits,
     Violation,
 )
 from assay._internal.firewall.tarnames import Catalogue, split_name
 from assay._internal.firewall.tarread import Member, read_members
 from assay._internal.firewall.tarwrite import header
+from assay.errors import FirewallError
 
 __all__ = ["FirewallError", "materialise"]
 

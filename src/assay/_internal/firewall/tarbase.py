@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from assay.errors import AssayError
-
 _DISPLAY_MAX = 200
 
 
@@ -32,10 +30,6 @@ class FirewallLimits:
 
 
 DEFAULT_LIMITS = FirewallLimits()
-
-
-class FirewallError(AssayError):
-    """An archive could not be materialised safely, or a firewall invariant broke."""
 
 
 class Violation(Exception):

@@ -12,7 +12,6 @@ Honest tasks only; a grading that fails to pass is reported, never averaged in s
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import platform
 import resource
@@ -26,14 +25,16 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ..batch.run import jobs_from_dir, load_tasks, new_grading_id, run_batch
+from ..batch.run import jobs_from_dir, load_tasks, run_batch
 from ..model.task import Task, load_task
-from ..model.verdict import Verdict
+from ..model.verdict import Tier, Verdict
 from ..runtime import LABEL, Runtime
 from ..runtime.observed import ObservedRuntime
+from ..runtime.scope import new_grading_id
+from ..tiers.controller import Source
+from ..tiers.dispatch import run_tier
 from ..tiers.judgepool import JudgePool
 
-EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 TierFn = Callable[[Runtime, Task, Path, str, str], Verdict]
 """(runtime, task, submission, image, grading id) -> verdict."""
 
@@ -122,28 +123,24 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def tier_fn(tier: Tier, judges: JudgePool | None = None) -> TierFn:
+    """Grade on `tier` the way `assay grade`/`grade-many` do (`judges`: T3 with a borrowed,
+    reset judge, as `assay grade-many` runs it by default)."""
+
+    def fn(rt: Runtime, task: Task, sub: Path, image: str, gid: str) -> Verdict:
+        try:
+            source = Source(path=sub)
+            return run_tier(rt, task, source, tier, image, grading_id=gid, judges=judges)[0]
+        finally:
+            if judges is not None:
+                judges.finish(gid)
+
+    return fn
+
+
 def available_tiers() -> tuple[dict[str, TierFn], dict[str, str]]:
-    """The graders this build has, and why each missing one is missing."""
-    from ..tiers.controller import Source
-    from ..tiers.strict import grade_strict
-
-    fns: dict[str, TierFn] = {
-        "t3": lambda rt, t, sub, img, gid: grade_strict(rt, t, Source(path=sub), img, gid)
-    }
-    missing: dict[str, str] = {}
-    try:
-        from ..tiers.compat import grade_compat
-
-        fns["t2"] = lambda rt, t, sub, img, gid: grade_compat(rt, t, Source(path=sub), img, gid)
-    except ImportError as exc:
-        missing["t2"] = f"compat tier not in this build ({exc})"
-    try:
-        # Imported by name: the baselines may be absent from a build, and bench says so.
-        baseline = importlib.import_module("assay._internal.tiers.baselines").grade_baseline
-        fns["t0"] = lambda rt, t, sub, img, gid: baseline(rt, t, Source(path=sub), img, "t0", gid)
-    except (ImportError, AttributeError) as exc:
-        missing["t0"] = f"naive baseline not in this build ({exc})"
-    return fns, missing
+    """The graders bench measures, and why any is unavailable (none is, in this build)."""
+    return {tier: tier_fn(tier) for tier in ("t3", "t2", "t0")}, {}
 
 
 def measure_floor(client: Any, image: str, n: int) -> list[float]:
@@ -269,20 +266,6 @@ def _latency_row(case: Case, s: Series, floor_med: float) -> dict[str, Any]:
     }
 
 
-def with_pool(pool: JudgePool) -> TierFn:
-    """T3 as `assay grade-many` runs it: the judge borrowed from a pool, reset between uses."""
-    from ..tiers.controller import Source
-    from ..tiers.strict import grade_strict
-
-    def fn(rt: Runtime, task: Task, sub: Path, image: str, gid: str) -> Verdict:
-        try:
-            return grade_strict(rt, task, Source(path=sub), image, gid, judges=pool)
-        finally:
-            pool.finish(gid)
-
-    return fn
-
-
 def _ratio(a: Series | None, b: Series | None) -> float | None:
     return round(median(a.wall) / median(b.wall), 3) if a and b and a.wall and b.wall else None
 
@@ -293,7 +276,7 @@ def run_bench(
     image: str,
     oci_runtime: str,
     settings: Settings,
-    examples: Path = EXAMPLES,
+    examples: Path,
     say: Callable[[str], None] = lambda s: None,
 ) -> dict[str, Any]:
     t_start = time.monotonic()
@@ -302,7 +285,7 @@ def run_bench(
     rt.image_digest(image)
     pool = JudgePool(rt)
     try:
-        fns[REUSED] = with_pool(pool)
+        fns[REUSED] = tier_fn("t3", pool)
         floor, series, plan = _latency_rounds(client, rt, fns, image, settings, examples, say)
     finally:
         pool.close()
@@ -322,7 +305,7 @@ def run_bench(
             say(f"throughput: t3 function, {mode.replace('_', ' ')}, {n} gradings, --jobs {jobs}")
             level_pool = JudgePool(rt, max_idle_per_task=jobs)
             try:
-                fn = with_pool(level_pool) if mode == "reused_judge" else fns["t3"]
+                fn = tier_fn("t3", level_pool) if mode == "reused_judge" else fns["t3"]
                 per_min, bad = measure_throughput(rt, fn, add_dir, add_sub, image, jobs, n)
             finally:
                 level_pool.close()

@@ -32,21 +32,18 @@ from assay.errors import (
     AssayError,
     InfrastructureError,
     TaskError,
-    UnsafeInputs,
+    UnsafeInputsError,
     UsageError,
 )
 
-from ..model.task import STRICT_KINDS, Task, load_task
-from ..model.verdict import Verdict
+from ..model.task import Task, load_task
+from ..model.verdict import Tier, Verdict
 from ..runtime import Runtime
-from ..runtime.scope import TEMP_PREFIX
-from ..tiers.baselines import BaselineOptions, BaselineRun, BaselineTier, run_baseline
-from ..tiers.compat import grade_compat
-from ..tiers.controller import Source, new_grading_id
-from ..tiers.strict import grade_strict
+from ..runtime.scope import TEMP_PREFIX, new_grading_id
+from ..tiers.baselines import BaselineOptions, BaselineRun
+from ..tiers.controller import Source
+from ..tiers.dispatch import TIERS, run_tier, tiers_for
 
-Tier = Literal["t0", "t1", "t2", "t3"]
-TIERS: tuple[Tier, ...] = ("t0", "t1", "t2", "t3")
 OUTCOMES = ("exploit", "blocked")
 REQUIRED_KEYS = frozenset({"id", "title", "class", "source", "task", "t0", "t1", "t2", "t3"})
 OPTIONAL_KEYS = frozenset({"aims", "aims_why", "notes"})
@@ -268,11 +265,8 @@ def _grade(
     ctx: _Ctx, task: Task, source: Source, tier: Tier, cls: str, gid: str
 ) -> tuple[Verdict, BaselineRun | None, int]:
     rt = ctx.rt()
-    if tier == "t2":
-        return grade_compat(rt, task, source, ctx.image, grading_id=gid), None, 0
-    if tier == "t3":
-        return grade_strict(rt, task, source, ctx.image, grading_id=gid), None, 0
-    baseline: BaselineTier = "t0" if tier == "t0" else "t1"
+    if tier in ("t2", "t3"):
+        return run_tier(rt, task, source, tier, ctx.image, grading_id=gid)[0], None, 0
     secret = "sk-assay-" + secrets.token_hex(16)
     with _listener() as lst:
         opts = BaselineOptions(
@@ -280,9 +274,9 @@ def _grade(
             agent_env={PLANTED_KEY: secret, EXFIL_PORT: str(lst.port)},
             watch_for=secret.encode(),
         )
-        run = run_baseline(rt, task, source, ctx.image, baseline, opts, grading_id=gid)
+        verdict, run = run_tier(rt, task, source, tier, ctx.image, grading_id=gid, baseline=opts)
         received = lst.received
-    return run.verdict, run, received
+    return verdict, run, received
 
 
 def _retrying(job: Callable[[], Row]) -> Row:
@@ -301,7 +295,7 @@ def _attack_row(ctx: _Ctx, attack: Attack, tier: Tier) -> Row:
     except InfrastructureError as exc:
         return Row("attack", attack.id, attack.cls, tier, attack.expected[tier], "error",
                    f"infra: {exc}")  # fmt: skip
-    except UnsafeInputs:
+    except UnsafeInputsError:
         # The tier refused to hand the agent these inputs: nothing was graded, nothing passed.
         return Row("attack", attack.id, attack.cls, tier, attack.expected[tier], "blocked",
                    "inputs:vcs-history (the tier refuses to run the agent on them)",
@@ -429,8 +423,9 @@ def kinds_ok(attacks: Sequence[Attack], examples: Path, tiers: Sequence[Tier]) -
     for a in attacks:
         for tier in tiers:
             root = task_for(a.task, a.folder, examples, tier)
-            kind = load_task(root).config.kind
-            if (tier == "t3") != (kind in STRICT_KINDS):
+            task = load_task(root)
+            kind = task.config.kind
+            if tier not in tiers_for(task):
                 raise UsageError(
                     f"attack {a.id}: {tier} needs a {'strict' if tier == 't3' else 'pytest'} "
                     f"task, and {root} is {kind!r} with no twin"

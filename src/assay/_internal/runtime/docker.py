@@ -13,7 +13,7 @@ import docker.errors
 import requests.exceptions
 from docker.types import LogConfig, Mount
 
-from assay.errors import EngineUnavailable
+from assay.errors import EngineUnavailableError
 
 from .base import (
     LABEL,
@@ -38,7 +38,7 @@ def connect(timeout: int = 60, max_pool_size: int = 10) -> Any:
         client = docker.from_env(version="auto", timeout=timeout, max_pool_size=max_pool_size)
         client.ping()
     except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-        raise EngineUnavailable(
+        raise EngineUnavailableError(
             f"no Docker engine answers ({type(exc).__name__})", fix=START_DOCKER_FIX
         ) from exc
     return client
@@ -402,6 +402,6 @@ class DockerRuntime:
         except docker.errors.APIError as exc:
             raise RuntimeError_(f"{what} failed: {exc}") from exc
         except requests.exceptions.RequestException as exc:
-            raise EngineUnavailable(
+            raise EngineUnavailableError(
                 f"{what}: lost the Docker engine ({type(exc).__name__})", fix=START_DOCKER_FIX
             ) from exc

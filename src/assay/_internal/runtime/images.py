@@ -12,7 +12,7 @@ from typing import Protocol
 import docker.errors
 import requests.exceptions
 
-from assay.errors import EngineUnavailable, InfrastructureError
+from assay.errors import EngineUnavailableError, InfrastructureError
 
 DEFAULT_BASE_IMAGE = "assay-base:latest"
 SETUP_FIX = "run `bash scripts/setup.sh` (it builds the assay base image offline)"
@@ -58,7 +58,7 @@ def ensure_image_present(client: ImageClient, name: str) -> str:
             f"base image {name!r} is not on this Docker engine", fix=_fix_for(name)
         ) from exc
     except requests.exceptions.ConnectionError as exc:
-        raise EngineUnavailable(
+        raise EngineUnavailableError(
             f"no Docker engine answers ({type(exc).__name__})", fix=SETUP_FIX
         ) from exc
     except docker.errors.DockerException as exc:

@@ -16,15 +16,11 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from assay.errors import UsageError
+from assay.errors import KeyFileError
 
 KEY_FILE = "signing.key"
 PUB_FILE = "signing.pub"
 _MAX_KEY_FILE_BYTES = 16 * 1024
-
-
-class KeyFileError(UsageError):
-    """A key file is missing, unreadable, too open, of the wrong kind, or already exists."""
 
 
 def default_key_dir() -> Path:

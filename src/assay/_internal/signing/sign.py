@@ -22,7 +22,6 @@ from assay._internal.signing import dsse
 from assay._internal.signing.keys import (
     KEY_FILE,
     PUB_FILE,
-    KeyFileError,
     default_key_dir,
     ensure_signing_key,
     generate_keypair,
@@ -30,7 +29,7 @@ from assay._internal.signing.keys import (
     load_private_key,
     load_public_key,
 )
-from assay.errors import AssayError
+from assay.errors import KeyFileError, VerificationError
 
 __all__ = [
     "KEY_FILE",
@@ -59,19 +58,6 @@ _STATEMENT_FIELDS = frozenset({"_type", "subject", "predicateType", "predicate"}
 _SUBJECT_FIELDS = frozenset({"name", "digest"})
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _UNSAFE = re.compile(r"[^0-9A-Za-z_.-]")
-
-
-class VerificationError(AssayError):
-    """An envelope did not verify. `reason` is a stable code such as `signature:invalid`."""
-
-    exit_code = 1
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-    def diagnostics(self) -> str:
-        return f"verification failed [{self.reason}]: {self}"
 
 
 def subject_for(verdict: Verdict) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from ..runtime import (
     RuntimeError_,
     Scratch,
 )
+from ..runtime.scope import new_grading_id
 from .compat_prep import (
     INCONTAINER_COMPAT,
     PYTEST_ARGV,
@@ -40,7 +41,7 @@ from .compat_prep import (
     judge_binds,
     prepare,
 )
-from .controller import Grading, Source, new_grading_id
+from .controller import Grading, Source
 from .intake import (
     Refused,
     Submission,

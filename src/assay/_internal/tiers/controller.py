@@ -5,17 +5,17 @@ The controller alone fills these fields of the verdict; no container output reac
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from time import monotonic
 
-from assay.errors import UnsafeInputs
+from assay.errors import UnsafeInputsError
 
 from ..model.task import Task, vcs_history
 from ..model.verdict import ControllerFacts, Tier, Verdict, error_verdict
 from ..runtime import GradingScope, Runtime
+from ..runtime.scope import new_grading_id
 from .intake import Refused, Submission, from_path, run_agent
 
 
@@ -26,10 +26,6 @@ class Source:
     agent_cmd: str | None = None
     agent_dir: Path | None = None
     path: Path | None = None
-
-
-def new_grading_id() -> str:
-    return "g-" + secrets.token_hex(8)
 
 
 @dataclass
@@ -72,7 +68,7 @@ class Grading:
         t0 = monotonic()
         if source.agent_cmd is not None:
             if leaks := vcs_history(self.task.inputs_dir):
-                raise UnsafeInputs(
+                raise UnsafeInputsError(
                     str(self.task.inputs_dir),
                     f"holds version-control history ({', '.join(leaks[:3])}); the agent could "
                     "read past or future answers from it. Ship a plain export of the tree.",

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from ..model.task import Task
 from ..runtime import Runtime, RuntimeError_
-from ..runtime.scope import TEMP_PREFIX
-from .controller import new_grading_id
+from ..runtime.scope import TEMP_PREFIX, new_grading_id
 from .judgespec import judge_spec
 
 RESET_ARGV = ("python3", "-I", "/assay/judge_reset.py")

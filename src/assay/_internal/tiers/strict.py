@@ -23,7 +23,8 @@ from ..model.strict_json import StrictJSONError, loads_strict
 from ..model.task import Task
 from ..model.verdict import Verdict
 from ..runtime import Bind, ContainerSpec, ExecResult, GradingScope, Limits, Runtime, Scratch
-from .controller import Grading, Source, new_grading_id
+from ..runtime.scope import new_grading_id
+from .controller import Grading, Source
 from .intake import Refused, through_firewall
 from .judge_report import INVALID_OUTPUT, verdict_from_judge
 from .judgespec import HANDOFF, INCONTAINER, judge_spec
