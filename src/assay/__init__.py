@@ -12,14 +12,13 @@ The public API is what this module exports (`__all__`), plus `assay.errors` and
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from assay import errors, firewall
 from assay._internal.api.grader import Graded, Grader, Job
 from assay._internal.api.keys import keygen, verify
 from assay._internal.api.submission import Agent, Submission
 from assay._internal.model.task import Task, load_task
 from assay._internal.model.verdict import Verdict
+from assay._version import __version__
 
 __all__ = [
     "Agent",

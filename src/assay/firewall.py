@@ -9,8 +9,8 @@ normalised archive into an empty directory without following links, raising
 
 from __future__ import annotations
 
-from assay._internal.firewall.check import Accepted, Rejected, check
+from assay._internal.firewall.check import RULES, Accepted, Rejected, check
 from assay._internal.firewall.materialise import materialise
 from assay._internal.firewall.tarbase import FirewallLimits
 
-__all__ = ["Accepted", "FirewallLimits", "Rejected", "check", "materialise"]
+__all__ = ["RULES", "Accepted", "FirewallLimits", "Rejected", "check", "materialise"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from assay import __version__
+from assay._version import __version__
 
 
 @click.group()

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import click
 
-from assay._internal.runtime.base import LABEL
-from assay._internal.runtime.docker import DockerRuntime
+from assay._internal.runtime.engine import docker_runtime
 from assay._internal.runtime.scope import TEMP_PREFIX
 from assay.errors import AssayError
+
+from .common import exit_codes
 
 
 def _temp_dirs(gid: str | None) -> list[Path]:
@@ -34,17 +35,9 @@ def gc_cmd(everything: bool, dry_run: bool) -> None:
     Without --all, only gradings whose controller process is certainly dead (same host,
     process gone or machine rebooted) are touched, so gc is safe beside running gradings.
     """
-    try:
-        rt = DockerRuntime()
-        if everything:
-            gids = {
-                c["Labels"][LABEL] for c in rt._api.containers(all=True, filters={"label": LABEL})
-            } | {
-                v["Labels"][LABEL]
-                for v in rt._api.volumes(filters={"label": LABEL}).get("Volumes") or []
-            }
-        else:
-            gids = rt.orphans()
+    with exit_codes():
+        rt = docker_runtime()
+        gids = rt.gradings() if everything else rt.orphans()
         removed = 0
         failures: list[str] = []
         for gid in sorted(gids):
@@ -62,9 +55,6 @@ def gc_cmd(everything: bool, dry_run: bool) -> None:
                 click.echo(f"{'would remove' if dry_run else 'removing'} {d}")
                 if not dry_run:
                     shutil.rmtree(d, ignore_errors=True)
-    except AssayError as exc:
-        click.echo(f"assay: {exc.diagnostics()}", err=True)
-        sys.exit(exc.exit_code)
     click.echo(f"{len(gids)} grading(s), {removed} container(s)/volume(s) removed")
     if failures:
         for line in failures:

@@ -1,8 +1,9 @@
 """A tar archive from a mapping of relative path -> contents (a Python caller's submission).
 
-The names go into the archive exactly as given, each in a PAX `path` record, so the firewall
-judges the caller's names and not a tidied copy: `../x.py`, `/etc/x` or a NUL is refused there
-by the rule that names it. (A ustar name field would silently cut a name at its first NUL.)
+The names go into the archive exactly as given, each in a PAX `path` record (any length, any
+character), so the firewall judges the caller's names and not a tidied copy: `../x.py`,
+`/etc/x` or a NUL is refused there by the rule that names it (dot-dot, absolute-path,
+control-char).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from assay import __version__
+from assay._version import __version__
 
 SCHEMA_VERSION: Final = "assay.verdict/v1"
 MAX_CASES = 100_000

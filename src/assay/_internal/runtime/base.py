@@ -144,3 +144,12 @@ class Runtime(Protocol):
     def leftovers(self, grading_id: str | None = None) -> list[str]:
         """Names of labelled containers/volumes still present; empty after a clean grading."""
         ...
+
+    def gradings(self) -> set[str]:
+        """Every grading id with a labelled container or volume here, running or not."""
+        ...
+
+    def orphans(self) -> set[str]:
+        """Grading ids whose every labelled container or volume belongs to a controller that
+        is certainly dead (what `assay gc` may remove beside running gradings)."""
+        ...

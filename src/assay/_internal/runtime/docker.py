@@ -373,6 +373,11 @@ class DockerRuntime:
                     raise RuntimeError_(f"could not remove volume {name[:12]}: {exc}") from exc
                 time.sleep(0.1)
 
+    def gradings(self) -> set[str]:
+        items = self._api.containers(all=True, filters=self._filters(None))
+        items += self._api.volumes(filters=self._filters(None)).get("Volumes") or []
+        return {gid for item in items if (gid := (item.get("Labels") or {}).get(LABEL))}
+
     def orphans(self) -> set[str]:
         """Grading ids whose every labelled container or volume belongs to a dead controller."""
         found: dict[str, bool] = {}

@@ -153,3 +153,9 @@ class ObservedRuntime:
 
     def leftovers(self, grading_id: str | None = None) -> list[str]:
         return self.inner.leftovers(grading_id)
+
+    def gradings(self) -> set[str]:
+        return self.inner.gradings()
+
+    def orphans(self) -> set[str]:
+        return self.inner.orphans()
