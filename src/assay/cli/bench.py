@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from assay._internal.batch.run import atomic_write
+from assay._internal.model.atomic import atomic_write
 from assay._internal.proof.bench import Settings, run_bench
 from assay._internal.proof.locate import default_dir
 from assay._internal.runtime.engine import docker_runtime, engine_client

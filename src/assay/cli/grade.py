@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 
 import assay
+from assay._internal.model.verdict import TIER_TITLES, UNSAFE_TIERS
 from assay.errors import UsageError
 
 from .common import engine_options, exit_codes
@@ -39,7 +40,7 @@ def _summary(console: Console, v: assay.Verdict, out: Path) -> None:
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Directory mounted read-only at /agent for --agent-cmd.",
 )
-@click.option("--tier", type=click.Choice(["t0", "t1", "t2", "t3"]), help="Override the tier.")
+@click.option("--tier", type=click.Choice(list(TIER_TITLES)), help="Override the tier.")
 @click.option(
     "--unsafe-baseline",
     is_flag=True,
@@ -71,7 +72,7 @@ def grade_cmd(
             raise UsageError("--agent-dir only goes with --agent-cmd")
         task = assay.load_task(task_dir)
         chosen = assay.Grader.tier_for(task, tier, unsafe_baseline=unsafe_baseline)
-        if chosen in ("t0", "t1"):
+        if chosen in UNSAFE_TIERS:
             err.print(
                 f"[bold yellow]warning:[/] {chosen} is an UNSAFE baseline; its verdict "
                 "can be forged by the submission. Never use it to score anything."

@@ -15,13 +15,16 @@ from rich.console import Console
 from rich.text import Text
 
 import assay
+from assay._internal.model.verdict import TIER_TITLES, UNSAFE_TIERS, Tier
 from assay._internal.signing.dsse import MAX_ENVELOPE_BYTES
 from assay._internal.signing.keys import default_key_dir, keyid, load_public_key
 from assay.errors import AssayError, UsageError, VerificationError
 
 from .common import fail
 
-TIER_NAMES = {"t0": "naive baseline", "t1": "fresh baseline", "t2": "compat", "t3": "strict"}
+
+def _tier_name(tier: Tier) -> str:
+    return f"{TIER_TITLES[tier]} baseline" if tier in UNSAFE_TIERS else TIER_TITLES[tier]
 
 
 def _console(stderr: bool = False) -> Console:
@@ -76,7 +79,7 @@ def _summary(verdict: assay.Verdict, kid: str, key_path: Path) -> list[Text]:
         Text(f"✓ signature valid: key {kid[:16]} ({key_path})", style="green"),
         Text.assemble(
             outcome,
-            f"  {verdict.task_id}  tier {verdict.tier} ({TIER_NAMES[verdict.tier]})"
+            f"  {verdict.task_id}  tier {verdict.tier} ({_tier_name(verdict.tier)})"
             f"  {verdict.runtime}  score {verdict.score:.3f}"
             f" ({passes}/{verdict.expected_case_count} cases)",
         ),
@@ -90,7 +93,7 @@ def _summary(verdict: assay.Verdict, kid: str, key_path: Path) -> list[Text]:
         lines.append(Text(f"  {case.status:<7} {case.id}"))
     if len(not_passed) > 10:
         lines.append(Text(f"  … and {len(not_passed) - 10} more cases not passed"))
-    if verdict.tier in ("t0", "t1"):
+    if verdict.tier in UNSAFE_TIERS:
         lines.append(Text("  baseline tier: this grade is not tamper-resistant", style="yellow"))
     return lines
 

@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from assay._internal.model.verdict import Tier
+from assay._internal.model.verdict import TIER_TITLES, Tier
 from assay._internal.proof.locate import default_dir
 from assay._internal.proof.matrix import (
     CONTROLS,
@@ -30,7 +30,7 @@ from assay.errors import UsageError
 
 from .common import engine_options, exit_codes
 
-TIER_NAMES = {"t0": "T0 naive", "t1": "T1 fresh", "t2": "T2 compat", "t3": "T3 strict"}
+TIER_NAMES: dict[str, str] = {t: f"{t.upper()} {title}" for t, title in TIER_TITLES.items()}
 
 
 def _class_key(cls: str) -> tuple[int, str]:

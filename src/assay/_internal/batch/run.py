@@ -24,7 +24,6 @@ import json
 import os
 import queue
 import re
-import secrets
 import shutil
 import tempfile
 import threading
@@ -39,6 +38,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from assay.errors import AssayError, EngineUnavailableError, UsageError
 
+from ..model.atomic import atomic_write
 from ..model.strict_json import StrictJSONError, loads_strict, shown
 from ..model.task import Task, load_task
 from ..model.verdict import Verdict
@@ -249,21 +249,6 @@ def load_tasks(jobs: Iterable[Job]) -> dict[Path, Task]:
 
 
 # -- files -----------------------------------------------------------------------------------
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Readers (and a later resume) see the old file, or the whole new one; never a torn one."""
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def envelope_path(out: Path, job_id: str) -> Path:

@@ -28,6 +28,18 @@ class StrictJSONError(ValueError):
         self.code = code
 
 
+def exact_fields(obj: object, expected: frozenset[str], where: str) -> dict[str, Any]:
+    """`obj` if it is a JSON object with exactly the keys `expected`; else StrictJSONError with
+    code `not-object`, `missing-field` or `extra-field`."""
+    if not isinstance(obj, dict):
+        raise StrictJSONError("not-object", f"{where} must be a JSON object")
+    if missing := sorted(expected - obj.keys()):
+        raise StrictJSONError("missing-field", f"{where} lacks {', '.join(missing)}")
+    if extra := sorted(obj.keys() - expected):
+        raise StrictJSONError("extra-field", f"{where} has unexpected {', '.join(extra)}")
+    return obj
+
+
 def shown(text: str, limit: int = 60) -> str:
     """Hostile text made safe for a message: escapes for anything not printable ASCII, bounded."""
     safe = ascii(text)[1:-1]

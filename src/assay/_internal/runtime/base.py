@@ -94,6 +94,15 @@ class ArchiveTooLarge(AssayError):
         self.cap = cap
 
 
+def ceilings_hit(rt: Runtime, cid: str) -> list[str]:
+    """Which of the container's ceilings it hit: "pids", "memory" (an OOM kill counts)."""
+    events = rt.limit_events(cid)
+    hit = ["pids"] if events.get("pids", 0) > 0 else []
+    if rt.oom_killed(cid) or events.get("memory", 0) > 0:
+        hit.append("memory")
+    return hit
+
+
 class Runtime(Protocol):
     """What the controller needs from a container engine, and nothing more."""
 

@@ -23,6 +23,7 @@ from .base import (
     ExecResult,
     RuntimeError_,
 )
+from .images import ensure_image_present
 from .owner import OWNER_LABEL, owner_is_dead, this_owner
 
 _CGROUP_EVENTS = (
@@ -322,13 +323,7 @@ class DockerRuntime:
 
     def image_digest(self, image: str) -> str:
         if image not in self._digests:
-            try:
-                self._digests[image] = str(self._api.inspect_image(image)["Id"])
-            except docker.errors.ImageNotFound as exc:
-                raise RuntimeError_(
-                    f"image {image!r} is not on this engine",
-                    fix="run `bash scripts/setup.sh` to build the base image, or pass --base-image",
-                ) from exc
+            self._digests[image] = ensure_image_present(self._client, image)
         return self._digests[image]
 
     # -- garbage ---------------------------------------------------------------------------

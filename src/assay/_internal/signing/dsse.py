@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from assay._internal.model.strict_json import StrictJSONError, loads_strict
+from assay._internal.model.strict_json import StrictJSONError, exact_fields, loads_strict
 
 MAX_ENVELOPE_BYTES = 8 << 20
 MAX_SIGNATURES = 16
@@ -67,13 +67,11 @@ def _unb64(value: object, field: str) -> bytes:
 
 
 def _check_fields(obj: object, expected: frozenset[str], where: str) -> dict[str, Any]:
-    if not isinstance(obj, dict):
-        raise EnvelopeFormatError("bad-field", f"{where} must be a JSON object")
-    if missing := sorted(expected - obj.keys()):
-        raise EnvelopeFormatError("missing-field", f"{where} lacks {', '.join(missing)}")
-    if extra := sorted(obj.keys() - expected):
-        raise EnvelopeFormatError("extra-field", f"{where} has unexpected {', '.join(extra)}")
-    return obj
+    try:
+        return exact_fields(obj, expected, where)
+    except StrictJSONError as exc:
+        code = "bad-field" if exc.code == "not-object" else exc.code
+        raise EnvelopeFormatError(code, str(exc)) from None
 
 
 def decode(raw: bytes) -> Envelope:

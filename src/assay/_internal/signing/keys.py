@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from assay._internal.model.atomic import atomic_write
 from assay.errors import KeyFileError
 
 KEY_FILE = "signing.key"
@@ -48,18 +48,7 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
     Written to a private temporary name and hard-linked into place, so a concurrent reader sees
     either no file or the whole file, and two concurrent writers cannot both win.
     """
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-    try:
-        try:
-            os.fchmod(fd, mode)  # the umask may have narrowed it; make it exact
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.link(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write(path, data, mode, replace=False)
 
 
 def _write_keypair(key_path: Path, pub_path: Path) -> Ed25519PrivateKey:

@@ -16,7 +16,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import ValidationError
 
-from assay._internal.model.strict_json import StrictJSONError, loads_strict, shown
+from assay._internal.model.strict_json import StrictJSONError, exact_fields, loads_strict, shown
 from assay._internal.model.verdict import Verdict
 from assay._internal.signing import dsse
 from assay._internal.signing.keys import (
@@ -118,15 +118,11 @@ def _check_signature(envelope: dsse.Envelope, public_key: Ed25519PublicKey) -> N
 
 
 def _fields(obj: object, expected: frozenset[str], where: str) -> dict[str, Any]:
-    if not isinstance(obj, dict):
-        raise VerificationError("statement:malformed", f"{where} must be a JSON object")
-    if missing := sorted(expected - obj.keys()):
-        raise VerificationError("statement:missing-field", f"{where} lacks {', '.join(missing)}")
-    if extra := sorted(obj.keys() - expected):
-        raise VerificationError(
-            "statement:extra-field", f"{where} has unexpected {', '.join(extra)}"
-        )
-    return obj
+    try:
+        return exact_fields(obj, expected, where)
+    except StrictJSONError as exc:
+        code = "malformed" if exc.code == "not-object" else exc.code
+        raise VerificationError(f"statement:{code}", str(exc)) from None
 
 
 def _subject_digest(statement: dict[str, Any]) -> tuple[str, str]:

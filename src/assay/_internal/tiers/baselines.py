@@ -41,7 +41,7 @@ from .compat_prep import Prepared, check_layout, prepare
 from .controller import Grading, Source
 from .intake import Refused
 
-BaselineTier = Literal["t0", "t1"]
+BaselineTier = Literal["t0", "t1"]  # the UNSAFE_TIERS
 
 WORKSPACE = "/workspace"
 WORKSPACE_BYTES = 1 << 30
@@ -100,17 +100,6 @@ def log_cases(log: bytes, expected_ids: tuple[str, ...]) -> list[CaseResult]:
         CaseResult(id=i, status="pass" if statuses.get(i) in _PASSING else "fail", duration_s=0.0)
         for i in expected_ids
     ]
-
-
-def grade_baseline(
-    rt: Runtime,
-    task: Task,
-    source: Source,
-    image: str,
-    tier: BaselineTier,
-    grading_id: str | None = None,
-) -> Verdict:
-    return run_baseline(rt, task, source, image, tier, grading_id=grading_id).verdict
 
 
 def run_baseline(

@@ -31,6 +31,7 @@ from ..runtime import (
     RuntimeError_,
     Scratch,
 )
+from ..runtime.base import ceilings_hit
 from ..runtime.scope import new_grading_id
 from .compat_prep import (
     INCONTAINER_COMPAT,
@@ -45,8 +46,7 @@ from .controller import Grading, Source
 from .intake import (
     Refused,
     Submission,
-    spool_from_container,
-    through_firewall,
+    take_from_container,
 )
 from .junit import OVERSIZE, JUnitOutcome, parse_junit, reconcile
 
@@ -112,10 +112,7 @@ def _verify(
         cid, VERIFY_ARGV, deadline_s=task.config.limits.total_timeout, output_cap=0,
         env=PYTEST_ENV, workdir="/tmp", capture=False,
     )  # fmt: skip
-    events = rt.limit_events(cid)
-    limits = ["limit:memory"] if rt.oom_killed(cid) or events.get("memory", 0) > 0 else []
-    if events.get("pids", 0) > 0:
-        limits.append("limit:pids")
+    limits = [f"limit:{c}" for c in reversed(ceilings_hit(rt, cid))]
     if run.timed_out:
         scope.discard(cid)
         timeouts = [CaseResult(id=i, status="timeout", duration_s=0.0) for i in ids]
@@ -143,14 +140,11 @@ def _read_report(scope: GradingScope, cid: str) -> bytes | str:
 
     /out is written by the candidate's process too, so it crosses the firewall like any
     archive, and only a regular file named junit.xml is read."""
-    spooled = spool_from_container(scope, cid, "/out", OUT_BYTES * 2 + (1 << 20), "report")
-    if isinstance(spooled, Refused):
-        return OVERSIZE
     limits = FirewallLimits(max_total_bytes=OUT_BYTES, max_file_bytes=OUT_BYTES)
-    with spooled.open("rb") as fh:
-        taken = through_firewall(scope, fh, limits, [REPORT], "out", "report")
+    cap = OUT_BYTES * 2 + (1 << 20)
+    taken = take_from_container(scope, cid, "/out", cap, limits, [REPORT], "out", "report")
     if isinstance(taken, Refused):
-        return NO_REPORT
+        return OVERSIZE if taken.reason.startswith("limit:") else NO_REPORT
     try:
         fd = os.open(taken.files / REPORT, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:

@@ -22,7 +22,7 @@ from ..firewall.check import FirewallLimits
 from ..model.strict_json import StrictJSONError, loads_strict
 from ..model.task import PytestSpec, Task
 from ..runtime import Bind, ContainerSpec, GradingScope, Limits, Scratch
-from .intake import Refused, spool_from_container, through_firewall
+from .intake import Refused, take_from_container
 from .junit import check_expected_ids
 
 INCONTAINER_COMPAT = Path(__file__).resolve().parents[2] / "_incontainer" / "compat"
@@ -145,17 +145,11 @@ def _take(
     scope: GradingScope, cid: str, path: str, prefix: str, artifacts: list[str] | None
 ) -> Path | Refused:
     cap = STATE_BYTES * 2 + (1 << 20)
-    spooled = spool_from_container(scope, cid, path, cap, f"prep-{prefix}")
-    if isinstance(spooled, Refused):
-        return spooled
     limits = FirewallLimits(max_total_bytes=STATE_BYTES, max_file_bytes=STATE_BYTES)
-    with spooled.open("rb") as fh:
-        taken = through_firewall(scope, fh, limits, artifacts, prefix, f"prep-{prefix}")
-    if isinstance(taken, Refused):
-        return Refused(
-            taken.reason.replace("firewall:", "judge-firewall:"), taken.member, taken.detail
-        )
-    return taken.files
+    taken = take_from_container(
+        scope, cid, path, cap, limits, artifacts, prefix, f"prep-{prefix}", "judge-firewall"
+    )
+    return taken if isinstance(taken, Refused) else taken.files
 
 
 def _collected(task: Task, path: Path) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from typing import get_args
 from assay.errors import UsageError
 
 from ..model.task import STRICT_KINDS, Task
-from ..model.verdict import Tier, Verdict
+from ..model.verdict import UNSAFE_TIERS, Tier, Verdict
 from ..runtime import Runtime
 from ..runtime.images import DEFAULT_BASE_IMAGE
 from .baselines import BaselineOptions, BaselineRun, run_baseline
@@ -21,7 +21,6 @@ from .judgepool import JudgePool
 from .strict import grade_strict
 
 TIERS: tuple[Tier, ...] = get_args(Tier)
-UNSAFE_TIERS: frozenset[Tier] = frozenset({"t0", "t1"})
 
 DEFAULT_IMAGE = DEFAULT_BASE_IMAGE
 

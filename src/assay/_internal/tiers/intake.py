@@ -6,7 +6,6 @@ normalised archive (and a directory materialised from it).
 
 from __future__ import annotations
 
-import io
 import tarfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from ..runtime import (
     RuntimeError_,
     Scratch,
 )
+from ..runtime.base import ceilings_hit
 
 WORKSPACE = "/workspace"
 
@@ -70,13 +70,15 @@ def through_firewall(
     artifacts: Sequence[str] | None,
     strip_prefix: str | None,
     purpose: str,
+    rules: str = "firewall",
 ) -> Submission | Refused:
+    """`rules`: the reason prefix a refusal gets (`judge-firewall` for what the judge left)."""
     out_dir = scope.tempdir(f"{purpose}-archive")
     archive = out_dir / "normalised.tar"
     with archive.open("wb") as sink:
         result = check(source, sink, limits, artifacts=artifacts, strip_prefix=strip_prefix)
     if isinstance(result, Rejected):
-        return Refused(f"firewall:{result.rule}", result.member, result.detail)
+        return Refused(f"{rules}:{result.rule}", result.member, result.detail)
     files = scope.tempdir(f"{purpose}-files")
     files.chmod(0o755)
     with archive.open("rb") as fh:
@@ -94,6 +96,25 @@ def spool_from_container(
     except ArchiveTooLarge as exc:
         return Refused("limit:artifact-bytes", path, str(exc))
     return spool
+
+
+def take_from_container(
+    scope: GradingScope,
+    cid: str,
+    path: str,
+    cap: int,
+    limits: FirewallLimits,
+    artifacts: Sequence[str] | None,
+    strip_prefix: str | None,
+    purpose: str,
+    rules: str = "firewall",
+) -> Submission | Refused:
+    """`path` of a (frozen) container, spooled with a raw byte cap, through the firewall."""
+    spooled = spool_from_container(scope, cid, path, cap, purpose)
+    if isinstance(spooled, Refused):
+        return spooled
+    with spooled.open("rb") as fh:
+        return through_firewall(scope, fh, limits, artifacts, strip_prefix, purpose, rules)
 
 
 def from_path(scope: GradingScope, task: Task, path: Path) -> Submission | Refused:
@@ -165,18 +186,17 @@ def run_agent(
         scope.discard(cid)
         limit = "pids" if events.get("pids", 0) else "freeze"
         return Refused(f"limit:agent-{limit}", WORKSPACE, "the agent could not be frozen"), run
-    events = rt.limit_events(cid)
     cap = task.config.limits.artifact_bytes * 2 + (1 << 20)  # tar headers on top of content
     spooled = spool_from_container(scope, cid, WORKSPACE, cap, "agent")
-    oom = rt.oom_killed(cid) or events.get("memory", 0) > 0
+    hit = ceilings_hit(rt, cid)
     scope.discard(cid)
     if isinstance(spooled, Refused):
         return spooled, run
     # An agent that hit a ceiling fails, whatever it left behind: a result produced by
     # exhausting shared resources is not one to reward, and the reason must name the limit.
-    if events.get("pids", 0) > 0:
+    if "pids" in hit:
         return Refused("limit:agent-pids", WORKSPACE, "the agent hit its process limit"), run
-    if oom:
+    if "memory" in hit:
         return Refused("limit:agent-memory", WORKSPACE, "the agent hit its memory limit"), run
     if spooled.stat().st_size >= task.config.limits.artifact_bytes * 0.95:
         return Refused("limit:agent-disk", WORKSPACE, "the agent filled its workspace"), run
@@ -187,13 +207,3 @@ def run_agent(
             scope, fh, firewall_limits(task), task.config.artifacts, "workspace", "agent"
         )
     return sub, run
-
-
-def single_file_tar(name: str, data: bytes) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
-        info = tarfile.TarInfo(name)
-        info.size = len(data)
-        info.mode = 0o644
-        tf.addfile(info, io.BytesIO(data))
-    return buf.getvalue()

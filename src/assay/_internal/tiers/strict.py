@@ -23,6 +23,7 @@ from ..model.strict_json import StrictJSONError, loads_strict
 from ..model.task import Task
 from ..model.verdict import Verdict
 from ..runtime import Bind, ContainerSpec, ExecResult, GradingScope, Limits, Runtime, Scratch
+from ..runtime.base import ceilings_hit
 from ..runtime.scope import new_grading_id
 from .controller import Grading, Source
 from .intake import Refused, through_firewall
@@ -110,11 +111,11 @@ def transform_outputs(
             except (binascii.Error, TypeError, KeyError):
                 return Refused("output-firewall:bad-encoding", str(case_id)[:64], "not base64")
             out = through_firewall(
-                scope, io.BytesIO(raw), FirewallLimits(max_total_bytes=cap), None, None, "output"
-            )
+                scope, io.BytesIO(raw), FirewallLimits(max_total_bytes=cap), None, None,
+                "output", "output-firewall",
+            )  # fmt: skip
             if isinstance(out, Refused):
-                return Refused(out.reason.replace("firewall:", "output-firewall:"), out.member,
-                               out.detail)  # fmt: skip
+                return out
             prefix = f"output/{index[case_id]}"
             add_dir(combined, prefix)
             for entry in out.accepted.manifest:
@@ -213,11 +214,7 @@ def grade_strict(
             reasons.append("limit:total-time")
         if run.truncated:
             reasons.append("limit:runner-output")
-        events = rt.limit_events(cand)
-        if rt.oom_killed(cand) or events.get("memory", 0) > 0:
-            reasons.append("limit:memory")
-        if events.get("pids", 0) > 0:
-            reasons.append("limit:pids")
+        reasons.extend(f"limit:{c}" for c in reversed(ceilings_hit(rt, cand)))
         if task.config.kind == "transform" and not (run.timed_out or run.truncated):
             outputs = transform_outputs(scope, run.stdout, cases, lim.artifact_bytes)
             if isinstance(outputs, Refused):
