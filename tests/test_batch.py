@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import tarfile
+import tempfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -14,6 +15,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from assay._internal.batch import run as batch
+from assay._internal.batch.journal import exclusive, unfinished_gradings
 from assay._internal.batch.run import (
     Job,
     Progress,
@@ -21,7 +23,6 @@ from assay._internal.batch.run import (
     jobs_from_manifest,
     load_tasks,
     run_batch,
-    unfinished_gradings,
 )
 from assay._internal.model.task import Task
 from assay._internal.model.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
@@ -311,7 +312,7 @@ def test_a_second_run_on_the_same_output_is_refused(tmp_path: Path, key: Ed25519
     jobs = jobs_from_dir(ADD, subs)
     out = tmp_path / "out"
     out.mkdir()
-    with batch.exclusive(out), pytest.raises(UsageError, match="another"):
+    with exclusive(out), pytest.raises(UsageError, match="another"):
         _run(out, jobs, FakeGrader(), key)
 
 
@@ -328,7 +329,7 @@ def test_gradings_a_killed_run_left_open_are_swept_first(
         {"event": "start", "id": "z", "grading_id": "g-../../etc"},
     ]
     (out / "log.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines) + '{"event": "sta')
-    leftover = Path(batch.tempfile.gettempdir()) / f"assay-{open_gid}-inputs-test"
+    leftover = Path(tempfile.gettempdir()) / f"assay-{open_gid}-inputs-test"
     leftover.mkdir(exist_ok=True)
     swept: list[str] = []
 

@@ -1,10 +1,6 @@
 """Batch grading: many (task, submission) pairs, bounded parallelism, resumable output.
 
-Output directory layout (everything written atomically: a temp name, then a rename):
-  OUT/<id>.dsse.json   one signed verdict per grading
-  OUT/summary.json     counts, pass rate, failures with reasons, errors
-  OUT/log.jsonl        append-only events; `start` lines name grading ids, so a run that was
-                       killed outright can have its containers swept by the next run
+Jobs come from `jobs`; the output directory (verdict files, event log, lock) is `journal`.
 
 Resume rule: a job is done iff OUT/<id>.dsse.json verifies with our key and names the job's
 task digest. Anything else (missing, torn, tampered, another key, another task) is graded
@@ -18,45 +14,52 @@ share is small. Only the main thread renders progress or handles Ctrl-C.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import json
-import os
 import queue
-import re
-import shutil
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from assay.errors import AssayError, EngineUnavailableError, UsageError
 
 from ..model.atomic import atomic_write
-from ..model.strict_json import StrictJSONError, loads_strict, shown
-from ..model.task import Task, load_task
+from ..model.task import Task
 from ..model.verdict import Verdict
-from ..runtime.scope import TEMP_PREFIX, new_grading_id
-from ..signing.dsse import MAX_ENVELOPE_BYTES
-from ..signing.sign import VerificationError, sign_verdict, verify_envelope
+from ..runtime.scope import new_grading_id
+from ..signing.sign import VerificationError, sign_verdict
+from .jobs import Job, check_id, jobs_from_dir, jobs_from_manifest, load_tasks, no_duplicate_ids
+from .journal import (
+    LOG,
+    SUMMARY,
+    EventLog,
+    envelope_path,
+    exclusive,
+    finished_verdict,
+    remove_tempdirs,
+    unfinished_gradings,
+)
 
-SUMMARY = "summary.json"
-LOG = "log.jsonl"
-LOCK = ".assay-batch.lock"
-ENVELOPE_SUFFIX = ".dsse.json"
-TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2")
-MAX_MANIFEST_LINE = 64 << 10
-MAX_LOG_LINE = 64 << 10
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_GID = re.compile(r"^g-[0-9a-f]{16}$")
-_UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]")
-_MANIFEST_KEYS = frozenset({"task", "submission", "id"})
+__all__ = [
+    "BatchResult",
+    "Job",
+    "Outcome",
+    "Progress",
+    "Shared",
+    "Tally",
+    "check_id",
+    "iter_batch",
+    "jobs_from_dir",
+    "jobs_from_manifest",
+    "load_tasks",
+    "no_duplicate_ids",
+    "run_batch",
+]
 
 GradeFn = Callable[[Task, Any, str], Verdict]
 """Grade one submission of one task under a given grading id; raises on infrastructure errors."""
@@ -64,16 +67,6 @@ SweepFn = Callable[[str], int]
 """Remove every container and volume of one grading id (recovering from a killed run)."""
 CancelFn = Callable[[str], object]
 """Stop one running grading now: refuse it new containers and kill the ones it has."""
-
-
-@dataclass(frozen=True)
-class Job:
-    id: str
-    task_path: Path
-    submission: Any
-    """A path from the command line; anything `assay.Grader.grade` takes from Python."""
-    where: str
-    """Where the job came from, for messages: `manifest.jsonl:12` or the submission path."""
 
 
 @dataclass(frozen=True)
@@ -143,204 +136,6 @@ class BatchResult:
     @property
     def not_run(self) -> int:
         return self.tally.total - self.tally.done
-
-
-# -- building the job list ------------------------------------------------------------------
-
-
-def check_id(raw: str, where: str) -> str:
-    if not _ID.match(raw) or ".." in raw:
-        raise UsageError(
-            f"{where}: id {shown(raw)!r} is not usable as a file name "
-            "(letters, digits, '.', '_', '-'; at most 128; no leading '.' or '-')"
-        )
-    return raw
-
-
-def _derived_id(*parts: str, readable: str = "") -> str:
-    digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
-    stem = _UNSAFE_ID_CHARS.sub("_", readable)[:80].lstrip("._-")
-    return f"{stem}-{digest}" if stem else digest
-
-
-def jobs_from_manifest(manifest: Path) -> list[Job]:
-    """Parse a JSONL manifest. Relative paths are relative to the manifest's directory, so a
-    manifest and its submissions can move together."""
-    base = manifest.resolve().parent
-    jobs: list[Job] = []
-    try:
-        fh = manifest.open("rb")
-    except OSError as exc:
-        raise UsageError(f"cannot read manifest {manifest}: {exc.strerror}") from None
-    with fh:
-        for n, raw in enumerate(iter(lambda: fh.readline(MAX_MANIFEST_LINE + 1), b""), 1):
-            where = f"{manifest}:{n}"
-            if len(raw) > MAX_MANIFEST_LINE:
-                raise UsageError(f"{where}: line longer than {MAX_MANIFEST_LINE} bytes")
-            if not raw.strip():
-                continue
-            try:
-                obj = loads_strict(raw, max_bytes=MAX_MANIFEST_LINE, max_depth=2)
-            except StrictJSONError as exc:
-                raise UsageError(f"{where}: not a JSON object line ({exc.code})") from None
-            if not isinstance(obj, dict):
-                raise UsageError(f"{where}: each line must be a JSON object")
-            if extra := sorted(obj.keys() - _MANIFEST_KEYS):
-                raise UsageError(f"{where}: unknown key(s) {', '.join(map(shown, extra))}")
-            task_s, sub_s, id_s = obj.get("task"), obj.get("submission"), obj.get("id")
-            if not isinstance(task_s, str) or not isinstance(sub_s, str) or not task_s or not sub_s:
-                raise UsageError(f"{where}: 'task' and 'submission' must be non-empty strings")
-            task_p, sub_p = base / task_s, base / sub_s
-            if id_s is None:
-                job_id = _derived_id(
-                    str(task_p.resolve()), str(sub_p.resolve()), readable=sub_p.name
-                )
-            elif isinstance(id_s, str):
-                job_id = check_id(id_s, where)
-            else:
-                raise UsageError(f"{where}: 'id' must be a string")
-            jobs.append(Job(job_id, task_p, sub_p, where))
-    no_duplicate_ids(jobs)
-    return jobs
-
-
-def jobs_from_dir(task_path: Path, submissions: Path) -> list[Job]:
-    """Every subdirectory or tar in `submissions` is one submission; its name is the id (made
-    file-name safe and given a hash suffix if that changed it or made it collide)."""
-    if not submissions.is_dir():
-        raise UsageError(f"--submissions {submissions}: not a directory")
-    entries: list[tuple[str, Path]] = []
-    for child in sorted(submissions.iterdir()):
-        if child.name.startswith("."):
-            continue
-        if child.is_dir():
-            entries.append((child.name, child))
-        elif child.is_file() and child.name.endswith(TAR_SUFFIXES):
-            stem = next(child.name[: -len(s)] for s in TAR_SUFFIXES if child.name.endswith(s))
-            entries.append((stem, child))
-    stems = [s for s, _ in entries]
-    jobs = []
-    for stem, path in entries:
-        clean = _ID.match(stem) is not None and ".." not in stem and stems.count(stem) == 1
-        job_id = stem if clean else _derived_id(path.name, readable=stem)
-        jobs.append(Job(job_id, task_path, path, str(path)))
-    if not jobs:
-        raise UsageError(f"--submissions {submissions}: no subdirectory or tar file in it")
-    no_duplicate_ids(jobs)
-    return jobs
-
-
-def no_duplicate_ids(jobs: list[Job]) -> None:
-    seen: dict[str, str] = {}
-    for j in jobs:
-        if j.id in seen:
-            raise UsageError(f"{j.where}: id {j.id!r} already used at {seen[j.id]}")
-        seen[j.id] = j.where
-
-
-def load_tasks(jobs: Iterable[Job]) -> dict[Path, Task]:
-    """Each distinct task once, up front: a broken task is a usage error before any grading."""
-    tasks: dict[Path, Task] = {}
-    for j in jobs:
-        key = j.task_path.resolve()
-        if key not in tasks:
-            tasks[key] = load_task(key)
-    return tasks
-
-
-# -- files -----------------------------------------------------------------------------------
-
-
-def envelope_path(out: Path, job_id: str) -> Path:
-    return out / f"{job_id}{ENVELOPE_SUFFIX}"
-
-
-def finished_verdict(
-    out: Path, job: Job, task: Task, private_key: Ed25519PrivateKey
-) -> tuple[Verdict, bytes]:
-    """The verdict already on disk for `job` and its envelope; raises VerificationError if it
-    is not one."""
-    path = envelope_path(out, job.id)
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read(MAX_ENVELOPE_BYTES + 1)
-    verdict = verify_envelope(data, private_key.public_key())
-    if verdict.task_id != task.id or verdict.task_digest != task.digest:
-        raise VerificationError("batch:other-task", "the verdict is for another task or version")
-    return verdict, data
-
-
-class EventLog:
-    """Append-only JSONL, one flushed line per event, safe to call from any thread."""
-
-    def __init__(self, path: Path) -> None:
-        self._lock = threading.Lock()
-        # A run killed mid-line leaves a torn last line; start ours on a fresh one.
-        torn = path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
-        self._fh: IO[str] = path.open("a", encoding="utf-8")
-        if torn:
-            self._fh.write("\n")
-
-    def write(self, event: str, **fields: Any) -> None:
-        line = json.dumps(
-            {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event, **fields}
-        )
-        with self._lock:
-            self._fh.write(line + "\n")
-            self._fh.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            self._fh.close()
-
-
-def _last_byte(path: Path) -> bytes:
-    with path.open("rb") as fh:
-        fh.seek(-1, os.SEEK_END)
-        return fh.read(1)
-
-
-def unfinished_gradings(log: Path) -> list[str]:
-    """Grading ids the log shows started and never ended: a run died under them."""
-    if not log.exists():
-        return []
-    open_ids: dict[str, None] = {}
-    with log.open("rb") as fh:
-        for raw in iter(lambda: fh.readline(MAX_LOG_LINE + 1), b""):
-            try:
-                ev = loads_strict(raw, max_bytes=MAX_LOG_LINE, max_depth=4)
-            except StrictJSONError:
-                continue  # a torn line from a killed run
-            # Only ids of the shape we mint: they go into label filters and a temp-dir glob.
-            if not isinstance(ev, dict) or not _GID.match(str(ev.get("grading_id"))):
-                continue
-            gid = ev["grading_id"]
-            if ev.get("event") == "start":
-                open_ids[gid] = None
-            else:
-                open_ids.pop(gid, None)
-    return list(open_ids)
-
-
-def remove_tempdirs(grading_id: str) -> None:
-    """The host temp dirs a killed grading's scope never got to remove."""
-    for path in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}{grading_id}-*"):
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def exclusive(out: Path) -> Iterator[None]:
-    """One writer per output directory: a second run would sweep the first one's gradings."""
-    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UsageError(f"another `assay grade-many` is writing to {out}") from None
-        yield
-    finally:
-        os.close(fd)
 
 
 # -- running ---------------------------------------------------------------------------------
