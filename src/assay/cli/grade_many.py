@@ -33,6 +33,7 @@ from assay._internal.batch.run import (
     Outcome,
     Progress,
     Tally,
+    drain,
     jobs_from_dir,
     jobs_from_manifest,
 )
@@ -119,13 +120,7 @@ def grade_many_cmd(
                 markup=False,
             )
             with _progress(err) as progress:
-                results = batch.run(out, progress)
-                while True:
-                    try:
-                        next(results)
-                    except StopIteration as done:
-                        result = done.value
-                        break
+                result = drain(batch.run(out, progress))
     finally:
         signal.signal(signal.SIGTERM, previous)
     t = result.tally

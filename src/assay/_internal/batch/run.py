@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -53,6 +53,7 @@ __all__ = [
     "Shared",
     "Tally",
     "check_id",
+    "drain",
     "iter_batch",
     "jobs_from_dir",
     "jobs_from_manifest",
@@ -61,6 +62,8 @@ __all__ = [
     "run_batch",
 ]
 
+R = TypeVar("R")
+P = ParamSpec("P")
 GradeFn = Callable[[Task, Any, str], Verdict]
 """Grade one submission of one task under a given grading id; raises on infrastructure errors."""
 SweepFn = Callable[[str], int]
@@ -159,28 +162,14 @@ class _Interrupts:
         self.abort = threading.Event()
 
 
-def run_batch(
-    out: Path,
-    jobs: list[Job],
-    tasks: dict[Path, Task],
-    grade: GradeFn,
-    private_key: Ed25519PrivateKey,
-    parallelism: int,
-    sweep: SweepFn | None = None,
-    cancel: CancelFn | None = None,
-    progress: Progress | None = None,
-    shared: Sequence[Shared] = (),
-) -> BatchResult:
-    """Run a batch to its end; `iter_batch` with the outcomes ignored."""
-    outcomes = iter_batch(
-        out, jobs, tasks, grade, private_key, parallelism, sweep, cancel, progress, shared
-    )
+def drain(results: Generator[Any, None, R]) -> R:
+    """Run a generator to its end, discarding what it yields; its return value."""
     while True:
         try:
-            next(outcomes)
+            next(results)
         except StopIteration as done:
-            result: BatchResult = done.value
-            return result
+            value: R = done.value
+            return value
 
 
 def iter_batch(
@@ -252,6 +241,17 @@ def iter_batch(
             return result
         finally:
             log.close()
+
+
+def _to_the_end(fn: Callable[P, Generator[Any, None, R]]) -> Callable[P, R]:
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        return drain(fn(*args, **kwargs))
+
+    return run
+
+
+run_batch = _to_the_end(iter_batch)
+"""`iter_batch` run to its end, the outcomes ignored (same arguments)."""
 
 
 def _resume(
