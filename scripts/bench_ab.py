@@ -123,7 +123,7 @@ def main() -> None:
     load = os.getloadavg()
     try:
         for r in range(rounds + 1):  # round 0 warms caches and is not counted
-            f = measure_floor(client, image, 2)
+            f = measure_floor(rt.inner, image, 2)
             for mode, fn in modes.items():
                 gid = "g-" + os.urandom(8).hex()
                 t0 = time.monotonic()

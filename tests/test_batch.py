@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 import tarfile
 import tempfile
 import threading
@@ -26,10 +27,11 @@ from assay._internal.batch.run import (
 )
 from assay._internal.model.task import Task
 from assay._internal.model.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
-from assay._internal.runtime import ContainerSpec
+from assay._internal.runtime import ContainerSpec, GradingScope
 from assay._internal.runtime.fake import FakeRuntime
 from assay._internal.runtime.observed import Cancelled, ObservedRuntime
 from assay._internal.signing.sign import verify_envelope
+from assay._internal.tiers.intake import Refused, from_path
 from assay.errors import EngineUnavailableError, InfrastructureError, UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +39,14 @@ ADD = ROOT / "examples" / "add"
 WORDCOUNT = ROOT / "examples" / "wordcount"
 
 
-def _verdict(task: Task, gid: str, passed: bool) -> Verdict:
+def intake_digest(task: Task, submission: Path) -> str | None:
+    """The submission digest a real grading records: the intake's own path, on a fake engine."""
+    with GradingScope(FakeRuntime(), "g-0000000000000000") as scope:
+        taken = from_path(scope, task, submission)
+    return None if isinstance(taken, Refused) else taken.digest
+
+
+def _verdict(task: Task, gid: str, passed: bool, submission: str | None = None) -> Verdict:
     now = datetime.now(UTC)
     facts = ControllerFacts(
         grading_id=gid,
@@ -45,7 +54,7 @@ def _verdict(task: Task, gid: str, passed: bool) -> Verdict:
         task_digest=task.digest,
         tier="t3",
         runtime="fake",
-        submission_digest="sha256:" + "ab" * 32,
+        submission_digest=submission,
         started_at=now,
         ended_at=now,
     )
@@ -81,7 +90,7 @@ class FakeGrader:
                 raise ZeroDivisionError("division by zero")
             if "gone" in name:
                 raise EngineUnavailableError("lost the Docker engine")
-            return _verdict(task, gid, passed="good" in name)
+            return _verdict(task, gid, "good" in name, intake_digest(task, submission))
         finally:
             with self.lock:
                 self.active -= 1
@@ -276,16 +285,136 @@ def test_a_verdict_that_does_not_verify_is_graded_again(
 def test_a_verdict_for_another_version_of_the_task_is_graded_again(
     tmp_path: Path, key: Ed25519PrivateKey
 ) -> None:
-    subs = _subs(tmp_path, "s1-good")
-    jobs = jobs_from_dir(ADD, subs)
-    out = tmp_path / "out"
-    _run(out, jobs, FakeGrader(), key)
+    _, jobs, out = _graded_once(tmp_path, key)
     stale = load_tasks(jobs)
     task = next(iter(stale.values()))
     tweaked = Task(task.root, task.config, "sha256:" + "00" * 32)
     again = FakeGrader()
     run_batch(out, jobs, {k: tweaked for k in stale}, again, key, 1)
     assert again.calls == ["s1-good"]
+
+
+def _graded_once(tmp: Path, key: Ed25519PrivateKey) -> tuple[Path, list[Job], Path]:
+    """One good submission of examples/add, graded into tmp/out."""
+    subs = _subs(tmp, "s1-good")
+    jobs = jobs_from_dir(ADD, subs)
+    _run(tmp / "out", jobs, FakeGrader(), key)
+    return subs, jobs, tmp / "out"
+
+
+def _write_tar(path: Path, content: str) -> None:
+    src = path.parent / "tar-src.py"
+    src.write_text(content)
+    with tarfile.open(path, "w") as tf:
+        tf.add(src, arcname="solution.py")
+    src.unlink()
+
+
+@pytest.mark.parametrize("form", ["dir", "tar"])
+def test_a_submission_replaced_under_the_same_id_is_graded_again(
+    tmp_path: Path, key: Ed25519PrivateKey, form: str
+) -> None:
+    subs = _subs(tmp_path, "s1-good", "s2-good")
+    if form == "tar":
+        for name in ("s1-good", "s2-good"):
+            shutil.rmtree(subs / name)
+            _write_tar(subs / f"{name}.tar", "def add(a, b):\n    return a + b\n")
+    jobs = jobs_from_dir(ADD, subs)
+    out = tmp_path / "out"
+    _run(out, jobs, FakeGrader(), key)
+    wrong = "def add(a, b):\n    return a - b\n"
+    if form == "dir":
+        (subs / "s1-good" / "solution.py").write_text(wrong)
+    else:
+        _write_tar(subs / "s1-good.tar", wrong)
+    again = FakeGrader()
+    res = _run(out, jobs, again, key)
+    assert again.calls == [jobs[0].submission.name]  # the unchanged one is kept
+    assert res.regraded_invalid == ["s1-good"]
+    v = verify_envelope((out / "s1-good.dsse.json").read_bytes(), key.public_key())
+    assert v.submission_digest == intake_digest(
+        next(iter(load_tasks(jobs).values())), jobs[0].submission
+    )
+    events = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert {"id": "s1-good", "reason": "batch:submission-changed"}.items() <= next(
+        e for e in events if e["event"] == "regrade"
+    ).items()
+
+
+def test_a_change_outside_the_artifacts_keeps_the_verdict(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    subs, jobs, out = _graded_once(tmp_path, key)
+    (subs / "s1-good" / "notes.txt").write_text("not an artifact of the task")
+    again = FakeGrader()
+    assert _run(out, jobs, again, key).tally.resumed == 1
+    assert again.calls == []
+
+
+@pytest.mark.parametrize("how", ["removed", "refused"])
+def test_a_submission_without_a_digest_is_graded_again_never_kept(
+    tmp_path: Path, key: Ed25519PrivateKey, how: str
+) -> None:
+    subs, jobs, out = _graded_once(tmp_path, key)
+    target = subs / "s1-good" / "solution.py"
+    target.unlink()
+    if how == "refused":  # the firewall refuses a link: no digest, so no way to compare
+        target.symlink_to("/etc/passwd")
+    else:
+        (subs / "s1-good").rmdir()
+    again = FakeGrader()
+    res = _run(out, jobs, again, key)
+    assert res.regraded_invalid == ["s1-good"] and again.calls == ["s1-good"]
+
+
+def test_a_verdict_naming_no_submission_is_graded_again(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    subs = _subs(tmp_path, "s1-good")
+    jobs = jobs_from_dir(ADD, subs)
+    out = tmp_path / "out"
+
+    def refused(task: Task, submission: Path, gid: str) -> Verdict:
+        return _verdict(task, gid, False, None)  # what a grading the firewall refused signs
+
+    run_batch(out, jobs, load_tasks(jobs), refused, key, 1)
+    again = FakeGrader()
+    assert _run(out, jobs, again, key).regraded_invalid == ["s1-good"]
+
+
+def test_a_symlink_at_the_top_of_submissions_is_refused(tmp_path: Path) -> None:
+    subs = _subs(tmp_path, "s1-good")
+    elsewhere = _subs(tmp_path / "other", "secret")
+    (subs / "s2").symlink_to(elsewhere / "secret")
+    with pytest.raises(UsageError, match=r"s2.*symbolic link") as err:
+        jobs_from_dir(ADD, subs)
+    assert err.value.exit_code == 2
+    (subs / "s2").unlink()
+    (subs / "s3.tar").symlink_to(tmp_path / "nowhere.tar")
+    with pytest.raises(UsageError, match=r"s3\.tar.*symbolic link"):
+        jobs_from_dir(ADD, subs)
+
+
+def test_a_manifest_entry_naming_a_symlink_is_refused(tmp_path: Path) -> None:
+    subs = _subs(tmp_path, "real")
+    (subs / "link").symlink_to(subs / "real")
+    m = tmp_path / "m.jsonl"
+    m.write_text(json.dumps({"task": str(ADD), "submission": "subs/link"}) + "\n")
+    with pytest.raises(UsageError, match=r"m\.jsonl:1.*subs/link.*symbolic link"):
+        jobs_from_manifest(m)
+
+
+def test_grade_many_exits_2_naming_the_symlink(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from assay.cli.grade_many import grade_many_cmd
+
+    subs = _subs(tmp_path, "s1-good")
+    (subs / "s2").symlink_to(subs / "s1-good")
+    argv = [str(ADD), "--submissions", str(subs), "--out", str(tmp_path / "out")]
+    res = CliRunner().invoke(grade_many_cmd, argv)
+    assert res.exit_code == 2
+    assert str(subs / "s2") in res.output and "symbolic link" in res.output
 
 
 def test_parallelism_is_bounded(tmp_path: Path, key: Ed25519PrivateKey) -> None:

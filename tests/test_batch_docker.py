@@ -141,3 +141,39 @@ def test_killed_batch_is_swept_and_resumed(tmp_path: Path, docker_runtime: Docke
     tmpdirs = [p for gid in open_gids for p in Path("/tmp").glob(f"assay-{gid}-*")]
     assert tmpdirs == []
     assert len(done_first) >= 2
+
+
+def test_a_replaced_submission_is_graded_again_on_resume(
+    tmp_path: Path, docker_runtime: DockerRuntime
+) -> None:
+    """Issue 10 finding 6: the same job id, other bytes: the old verdict is not kept."""
+    expect = _submissions(tmp_path, 2)
+    argv, env = _cmd(tmp_path, 2)
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    _check_all(tmp_path, expect)
+    n_events = len(_events(tmp_path))
+
+    replaced = "s00-correct"
+    shutil.rmtree(tmp_path / "subs" / replaced)
+    shutil.copytree(ADD / "solutions" / "wrong", tmp_path / "subs" / replaced)
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    second = _events(tmp_path)[n_events:]
+    assert _job_starts(second) == [replaced]
+    assert [(e["id"], e["reason"]) for e in second if e["event"] == "regrade"] == [
+        (replaced, "batch:submission-changed")
+    ]
+    _check_all(tmp_path, {**expect, replaced: False})
+    assert _leftovers(docker_runtime, _grading_ids(tmp_path)) == []
+    # Finding 10b on a real engine: each role's image, the pooled judge's included.
+    pub = load_public_key(tmp_path / "config" / "assay" / "signing.pub")
+    image = docker_runtime.image_digest(env["ASSAY_BASE_IMAGE"])
+    for jid in expect:
+        v = verify_envelope((tmp_path / "out" / f"{jid}.dsse.json").read_bytes(), pub)
+        assert v.image_digests == {"judge": image, "candidate": image}
+
+    (tmp_path / "subs" / "s99-link").symlink_to(tmp_path / "subs" / "s01-correct")
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    assert f"{tmp_path / 'subs' / 's99-link'} is a symbolic link" in proc.stderr

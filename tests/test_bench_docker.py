@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,3 +53,45 @@ def test_quick_bench_writes_the_figures(tmp_path: Path) -> None:
         "t0" in r["unavailable"]
     )
     assert "targets" in proc.stdout
+
+
+class _Recording:
+    """The Docker runtime, noting each container's labels right after it is created."""
+
+    def __init__(self, inner: Any, client: Any) -> None:
+        self.inner, self.client, self.labels = inner, client, {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def create(self, spec: Any) -> str:
+        cid = str(self.inner.create(spec))
+        self.labels[cid] = self.client.api.inspect_container(cid)["Config"]["Labels"]
+        return cid
+
+
+def test_floor_containers_go_through_the_runtime_labelled_and_removed(
+    docker_runtime: Any, base_image: str
+) -> None:
+    """Issue 10 finding 10c: the floor was `client.containers.run`, outside the Runtime."""
+    import docker
+
+    from assay._internal.proof.bench import measure_floor
+    from assay._internal.runtime.fake import FakeRuntime
+
+    fake = FakeRuntime()
+    assert len(measure_floor(fake, "img", 3)) == 3 and fake.leftovers() == []
+
+    client = docker.from_env()
+    rt = _Recording(docker_runtime, client)
+    walls = measure_floor(rt, base_image, 2)  # type: ignore[arg-type]
+    assert len(walls) == 2 and all(w > 0 for w in walls)
+    assert len(rt.labels) == 2
+    gids = {labels["assay.grading"] for labels in rt.labels.values()}
+    assert len(gids) == 1
+    for labels in rt.labels.values():
+        assert labels["assay.role"] == "floor" and labels["assay.owner"]
+    for cid in rt.labels:
+        with pytest.raises(docker.errors.NotFound):
+            client.api.inspect_container(cid)
+    assert docker_runtime.leftovers(gids.pop()) == []

@@ -14,6 +14,7 @@ from assay._internal.model.task import Task, load_task
 from assay._internal.model.verdict import Verdict
 from assay._internal.runtime import ContainerSpec
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
+from assay._internal.tiers.baselines import BaselineTier, run_baseline
 from assay._internal.tiers.compat import VERIFY_ARGV, grade_compat
 from assay._internal.tiers.compat_prep import stub_modules
 from assay._internal.tiers.strict import Source
@@ -97,6 +98,22 @@ def test_clean_report_with_exit_zero_passes() -> None:
     v = grade(ADD, Script(junit(ADD)))
     assert v.passed and v.tier == "t2" and v.reason_codes == []
     assert [c.id for c in v.cases] == ADD.config.pytest.tests  # type: ignore[union-attr]
+
+
+def test_image_digests_name_each_role_and_the_image_it_ran() -> None:
+    """Issue 10 finding 10b: pytest ran as `candidate`; a truth generator, if any, as `judge`."""
+    img = FakeRuntime().image_digest("img")
+    assert grade(ADD, Script(junit(ADD))).image_digests == {"candidate": img}
+    drawn = grade(CANARY, Script(junit(CANARY)))
+    assert drawn.image_digests == {"judge": img, "candidate": img}
+
+
+@pytest.mark.parametrize(("tier", "roles"), [("t0", {"agent"}), ("t1", {"agent", "tests"})])
+def test_baseline_image_digests_name_each_role(tier: BaselineTier, roles: set[str]) -> None:
+    rt = FakeRuntime()
+    v = run_baseline(rt, ADD, Source(path=ADD.root / "solutions/correct"), "img", tier).verdict
+    assert v.image_digests == dict.fromkeys(roles, rt.image_digest("img"))
+    assert rt.leftovers() == []
 
 
 def test_verification_container_runs_the_pinned_invocation() -> None:

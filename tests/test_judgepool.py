@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from assay._internal.model.task import load_task
+from assay._internal.model.task import Task, load_task
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
 from assay._internal.tiers.judgepool import RESET_ARGV, JudgePool
 
@@ -70,7 +70,7 @@ def test_a_judge_whose_reset_is_not_clean_is_replaced() -> None:
 
 def test_judges_are_per_task_and_lent_to_one_grading_at_a_time() -> None:
     rt = FakeRuntime({"python3": Reset()})
-    pool = JudgePool(rt, max_idle_per_task=1)
+    pool = JudgePool(rt, max_idle=2)
     add, wc = load_task(EXAMPLES / "add"), load_task(EXAMPLES / "wordcount")
     a1, _ = pool.acquire(add, "img", "g-1")
     a2, _ = pool.acquire(add, "img", "g-2")  # a1 is lent: a second judge
@@ -78,9 +78,46 @@ def test_judges_are_per_task_and_lent_to_one_grading_at_a_time() -> None:
     assert len({a1, a2, w1}) == 3
     for gid in ("g-1", "g-2", "g-3"):
         pool.release(gid)
-    assert a2 not in rt.containers  # over max idle: removed, not kept
+    assert a1 not in rt.containers  # over max idle: the least recently released is removed
     assert pool.acquire(wc, "img", "g-4")[0] == w1
-    assert pool.acquire(add, "img", "g-5")[0] == a1
+    assert pool.acquire(add, "img", "g-5")[0] == a2
     assert not JudgePool.reusable(load_task(EXAMPLES / "csv-sum"))
     pool.close()
     assert rt.leftovers() == []
+
+
+def _judges(rt: FakeRuntime, pool: JudgePool) -> set[str]:
+    return {cid for cid, c in rt.containers.items() if c.spec.grading_id == pool.gid}
+
+
+def test_idle_judges_are_capped_over_all_tasks_and_evicted_ones_removed() -> None:
+    """Issue 10 finding 7: 16 tasks at parallelism 2 kept 16 judges (one idle per task)."""
+    rt = FakeRuntime({"python3": Reset()})
+    cap, parallel = 4, 2
+    pool = JudgePool(rt, cap)
+    base = load_task(EXAMPLES / "add")
+    tasks = [Task(base.root, base.config, f"sha256:{i:064x}") for i in range(16)]
+    handoffs: dict[str, Path] = {}
+    most = 0
+    for first in range(0, len(tasks), parallel):  # two gradings at a time, each a new task
+        lent = []
+        for i in range(first, first + parallel):
+            cid, _ = pool.acquire(tasks[i], "img", f"g-{i}")
+            handoffs[cid] = pool.handoff_dir(cid)
+            lent.append(f"g-{i}")
+        most = max(most, len(_judges(rt, pool)))
+        for n, gid in enumerate(lent, 1):
+            pool.release(gid)
+            pool.finish(gid)
+            still_lent = len(lent) - n
+            assert len(_judges(rt, pool)) - still_lent <= cap  # the idle ones
+    assert most <= cap + parallel
+    alive = _judges(rt, pool)
+    assert len(alive) == cap and len(handoffs) == 16
+    for cid, handoff in handoffs.items():  # an evicted judge leaves no handoff directory
+        assert handoff.is_dir() == (cid in alive)
+    # The least recently used went first: the last task's judge is still there, the first's not.
+    assert pool.acquire(tasks[15], "img", "g-a")[1] is True
+    assert pool.acquire(tasks[0], "img", "g-b")[1] is False
+    pool.close()
+    assert rt.leftovers() == [] and not any(h.exists() for h in handoffs.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -120,3 +121,72 @@ def _tar_dir_with_file(dirname: str, fname: str) -> bytes:
         info.size = 1
         tf.addfile(info, io.BytesIO(b"x"))
     return buf.getvalue()
+
+
+def test_idle_judges_stay_under_one_cap_across_many_tasks(
+    docker_runtime: DockerRuntime, base_image: str, tmp_path: Path
+) -> None:
+    """Issue 10 finding 7: six tasks at parallelism 2, the pool capped at 2 idle judges. Per
+    task capping kept one judge per task (6) alive until the batch ended."""
+    import tempfile
+    import threading
+
+    import docker
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    import assay
+    from assay._internal.api.grader import batch_grader
+    from assay._internal.batch.run import jobs_from_manifest, load_tasks, run_batch
+    from assay._internal.runtime.observed import ObservedRuntime
+
+    cap, parallel = 2, 2
+    lines = []
+    for i in range(6):
+        task = tmp_path / f"t{i}"
+        shutil.copytree(ADD, task, ignore=shutil.ignore_patterns("solutions"))
+        toml = task / "task.toml"
+        toml.write_text(toml.read_text().replace('description = "', f'description = "#{i} '))
+        sub = ADD / "solutions" / "correct"
+        lines.append(json.dumps({"task": str(task), "submission": str(sub), "id": f"j{i}"}))
+    (tmp_path / "m.jsonl").write_text("\n".join(lines) + "\n")
+    jobs = jobs_from_manifest(tmp_path / "m.jsonl")
+    tasks = load_tasks(jobs)
+    assert len({t.digest for t in tasks.values()}) == 6
+
+    rt = ObservedRuntime(docker_runtime)
+    pool = JudgePool(rt, cap)
+    client = docker.from_env()
+    labels = {"label": [f"assay.grading={pool.gid}", "assay.role=judge"]}
+
+    def judges() -> int:
+        return len(client.api.containers(all=True, filters=labels))  # no per-item inspect
+
+    def handoffs() -> int:
+        return len(list(Path(tempfile.gettempdir()).glob(f"assay-{pool.gid}-handoff-*")))
+
+    most, done = 0, threading.Event()
+
+    def sample() -> None:
+        nonlocal most
+        while not done.is_set():
+            most = max(most, judges())
+            done.wait(0.2)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        tiers = {t.id: assay.Grader.tier_for(t) for t in tasks.values()}
+        grade = batch_grader(rt, tiers, base_image, pool)
+        res = run_batch(
+            tmp_path / "out", jobs, tasks, grade, Ed25519PrivateKey.generate(), parallel
+        )
+        assert res.tally.passed == 6, (res.tally.failures, res.tally.error_list)
+        assert (judges(), handoffs()) == (cap, cap)  # idle after the batch: the cap, no more
+        assert pool.created == 6 and pool.evicted == 4
+    finally:
+        done.set()
+        sampler.join()
+        pool.close()
+    assert most <= cap + parallel
+    assert (judges(), handoffs()) == (0, 0)
+    assert docker_runtime.leftovers(pool.gid) == []

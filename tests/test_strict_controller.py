@@ -16,9 +16,11 @@ from e2e import EXAMPLES
 
 from assay._internal.model.task import load_task
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
+from assay._internal.tiers.judgepool import RESET_ARGV, JudgePool
 from assay._internal.tiers.strict import Source, grade_strict
 
 TASK = load_task(EXAMPLES / "add")
+SOLUTION = EXAMPLES / "add/solutions/correct"
 IDS = ["small", "zero", "negative", "large"]
 INPUTS = json.dumps([{"id": i, "input": [1, 2]} for i in IDS]).encode()
 RUNNER = json.dumps({"runner": "x", "cases": []}).encode()
@@ -49,6 +51,8 @@ class Script:
     def __call__(
         self, c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
     ) -> tuple[int, bytes, bytes]:
+        if argv == RESET_ARGV:  # a pooled judge being reset between gradings
+            return 0, b"clean\n", b""
         step = argv[3] if argv[2] == "/assay/judge.py" else "runner"
         self.calls.append(step)
         code, out = {"prepare": self.prepare, "runner": self.runner, "compare": self.compare}[step]
@@ -124,6 +128,27 @@ def test_firewall_refusal_stops_before_the_candidate(tmp_path: Path) -> None:
     assert not v.passed
     assert any(r.startswith("firewall:") for r in v.reason_codes), v.reason_codes  # type: ignore[attr-defined]
     assert script.calls == ["prepare"]
+
+
+def test_image_digests_name_each_role_and_the_image_it_ran() -> None:
+    """Issue 10 finding 10b: one entry per container role used, not one `base`."""
+    img = FakeRuntime().image_digest("img")
+    _, v = run(Script())
+    assert v.image_digests == {"judge": img, "candidate": img}  # type: ignore[attr-defined]
+
+    rt = FakeRuntime(programs={"python3": Script(), "sh": lambda c, a, e: (0, b"", b"")})
+    agent = grade_strict(rt, TASK, Source(agent_cmd="true"), "img")
+    assert agent.image_digests == {"agent": img, "judge": img, "candidate": img}
+
+    pool = JudgePool(rt)  # a judge the pool created, not the grading's scope, is recorded too
+    try:
+        for gid in ("g-0000000000000001", "g-0000000000000002"):
+            pooled = grade_strict(rt, TASK, Source(path=SOLUTION), "img", gid, judges=pool)
+            pool.finish(gid)
+            assert pooled.image_digests == {"judge": img, "candidate": img}
+        assert pool.reused == 1
+    finally:
+        pool.close()
 
 
 def test_verdict_carries_controller_facts() -> None:

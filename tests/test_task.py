@@ -73,6 +73,27 @@ def test_digest_changes_with_judge_content(tmp_path: Path) -> None:
     assert load_task(root).digest != before
 
 
+@pytest.mark.parametrize(
+    "where", ["inputs/attempts/hint.txt", "inputs/solutions/x.py", "judge/solutions/cmp.py"]
+)
+def test_digest_covers_nested_solutions_and_attempts(tmp_path: Path, where: str) -> None:
+    """Issue 10 finding 10a: only the top-level solutions/ and attempts/ are not the task."""
+    root = _copy(tmp_path)
+    before = load_task(root).digest
+    (root / where).parent.mkdir(parents=True, exist_ok=True)
+    (root / where).write_text("what the agent or the judge sees")
+    assert load_task(root).digest != before
+
+
+def test_digest_leaves_out_top_level_solutions_and_attempts(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    before = load_task(root).digest
+    for top in ("solutions", "attempts"):
+        (root / top / "extra").mkdir(parents=True, exist_ok=True)
+        (root / top / "extra" / "solution.py").write_text("def add(a, b): return 0\n")
+    assert load_task(root).digest == before
+
+
 def test_vcs_history_in_inputs_is_found(tmp_path: Path) -> None:
     from assay._internal.model.task import vcs_history
 

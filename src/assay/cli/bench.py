@@ -36,7 +36,7 @@ def render(r: dict[str, Any], console: Console) -> None:
     )
     fl = r["floor_s"]
     console.print(
-        f"floor: docker run --rm {r['image']} true: median {fl['median']:.3f}s, "
+        f"floor: one bare {r['image']} container running `true`: median {fl['median']:.3f}s, "
         f"p90 {fl['p90']:.3f}s (n={fl['n']})",
         markup=False,
     )

@@ -15,6 +15,7 @@ from assay.errors import InfrastructureError
 
 from ..batch.run import (
     BatchResult,
+    GradeFn,
     Progress,
     Shared,
     check_id,
@@ -213,26 +214,10 @@ class Batch:
         """Grade into `out` (verdict files, summary.json, log.jsonl; rerunning resumes),
         yielding each result; returns the batch's result."""
         g = self.grader
-        judges = JudgePool(self.rt, max_idle_per_task=self.parallel) if g.reuse_judges else None
+        judges = JudgePool(self.rt, max_idle=2 * self.parallel) if g.reuse_judges else None
         shared = [Shared("judge-pool", judges.gid, judges.close)] if judges else []
 
-        def grade(task: Task, submission: Submission, gid: str) -> Verdict:
-            try:
-                with as_source(submission, task, gid) as source:
-                    verdict, _ = run_tier(
-                        self.rt,
-                        task,
-                        source,
-                        self.tiers[task.id],
-                        g.image,
-                        grading_id=gid,
-                        judges=judges,
-                    )
-                return verdict
-            finally:
-                if judges is not None:
-                    judges.finish(gid)
-                self.rt.take(gid)
+        grade = batch_grader(self.rt, self.tiers, g.image, judges)
 
         outcomes = iter_batch(
             out, self.jobs, self.tasks, grade, g._private_key, self.parallel,
@@ -246,6 +231,27 @@ class Batch:
                 return result
             if o.verdict is not None and o.envelope is not None:
                 yield Graded(o.verdict, o.envelope, o.id)
+
+
+def batch_grader(
+    rt: ObservedRuntime, tiers: dict[str, Tier], image: str, judges: JudgePool | None
+) -> GradeFn:
+    """One grading of a batch: on the task's tier, with a judge from `judges` if given; the
+    grading's call timings are dropped from `rt` when it ends."""
+
+    def grade(task: Task, submission: Submission, gid: str) -> Verdict:
+        try:
+            with as_source(submission, task, gid) as source:
+                verdict, _ = run_tier(
+                    rt, task, source, tiers[task.id], image, grading_id=gid, judges=judges
+                )
+            return verdict
+        finally:
+            if judges is not None:
+                judges.finish(gid)
+            rt.take(gid)
+
+    return grade
 
 
 def _batch_job(job: Job | BatchJob, n: int) -> BatchJob:

@@ -75,6 +75,7 @@ def jobs_from_manifest(manifest: Path) -> list[Job]:
             if not isinstance(task_s, str) or not isinstance(sub_s, str) or not task_s or not sub_s:
                 raise UsageError(f"{where}: 'task' and 'submission' must be non-empty strings")
             task_p, sub_p = base / task_s, base / sub_s
+            _not_a_link(sub_p, where)
             if id_s is None:
                 job_id = _derived_id(
                     str(task_p.resolve()), str(sub_p.resolve()), readable=sub_p.name
@@ -97,6 +98,7 @@ def jobs_from_dir(task_path: Path, submissions: Path) -> list[Job]:
     for child in sorted(submissions.iterdir()):
         if child.name.startswith("."):
             continue
+        _not_a_link(child, f"--submissions {submissions}")
         if child.is_dir():
             entries.append((child.name, child))
         elif child.is_file() and child.name.endswith(TAR_SUFFIXES):
@@ -112,6 +114,15 @@ def jobs_from_dir(task_path: Path, submissions: Path) -> list[Job]:
         raise UsageError(f"--submissions {submissions}: no subdirectory or tar file in it")
     no_duplicate_ids(jobs)
     return jobs
+
+
+def _not_a_link(path: Path, where: str) -> None:
+    # A link would grade whatever it points at today, and could point anywhere on the host.
+    if path.is_symlink():
+        raise UsageError(
+            f"{where}: submission {shown(str(path), 4096)} is a symbolic link; "
+            "give the directory or tar file itself"
+        )
 
 
 def no_duplicate_ids(jobs: list[Job]) -> None:

@@ -16,23 +16,27 @@ import json
 import os
 import re
 import shutil
+import stat
+import tarfile
 import tempfile
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO, cast
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from assay.errors import UsageError
+from assay.errors import AssayError, UsageError
 
+from ..firewall.check import Accepted, check
 from ..model.strict_json import StrictJSONError, loads_strict
 from ..model.task import Task
 from ..model.verdict import Verdict
 from ..runtime.scope import TEMP_PREFIX
 from ..signing.dsse import MAX_ENVELOPE_BYTES
 from ..signing.sign import VerificationError, verify_envelope
+from ..tiers.intake import firewall_limits
 from .jobs import Job
 
 SUMMARY = "summary.json"
@@ -59,7 +63,53 @@ def finished_verdict(
     verdict = verify_envelope(data, private_key.public_key())
     if verdict.task_id != task.id or verdict.task_digest != task.digest:
         raise VerificationError("batch:other-task", "the verdict is for another task or version")
+    if verdict.submission_digest is None:
+        raise VerificationError("batch:no-submission-digest", "the verdict names no submission")
+    if submission_digest(task, job.submission) != verdict.submission_digest:
+        raise VerificationError(
+            "batch:submission-changed", "the submission is not the one the verdict graded"
+        )
     return verdict, data
+
+
+class _Discard:
+    """A sink that keeps nothing: only the firewall's digest of what it would write counts."""
+
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+
+def submission_digest(task: Task, path: object) -> str | None:
+    """The submission digest a grading of `path` would record: the firewall's digest of the
+    normalised archive, under the task's artifact globs and caps. None when there is none to
+    compare (missing, unreadable, a link, refused, not a path): such a job is graded again,
+    never kept.
+
+    A tar is read in place and nothing is written. A directory is packed as intake packs it
+    (links as links) into an anonymous temp file that vanishes with the process."""
+
+    def digest_of(source: BinaryIO) -> str | None:
+        sink = cast(BinaryIO, _Discard())
+        result = check(source, sink, firewall_limits(task), task.config.artifacts)
+        return result.digest if isinstance(result, Accepted) else None
+
+    if not isinstance(path, Path):
+        return None  # a Python caller's mapping or file object: there is nothing to re-read
+    try:
+        st = path.lstat()
+        if stat.S_ISREG(st.st_mode):
+            with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as fh:
+                return digest_of(fh)
+        if stat.S_ISDIR(st.st_mode):
+            with tempfile.TemporaryFile() as packed:
+                with tarfile.open(fileobj=packed, mode="w") as tf:
+                    for child in sorted(path.iterdir()):
+                        tf.add(child, arcname=child.name, recursive=True)
+                packed.seek(0)
+                return digest_of(packed)
+    except (OSError, tarfile.TarError, AssayError):
+        pass
+    return None
 
 
 class EventLog:

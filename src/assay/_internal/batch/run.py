@@ -2,10 +2,15 @@
 
 Jobs come from `jobs`; the output directory (verdict files, event log, lock) is `journal`.
 
-Resume rule: a job is done iff OUT/<id>.dsse.json verifies with our key and names the job's
-task digest. Anything else (missing, torn, tampered, another key, another task) is graded
-again. An infrastructure error leaves no verdict file, so it is retried by the next run and
-never counted as a pass.
+Resume rule: a job is done iff OUT/<id>.dsse.json verifies with our key, names the job's
+task digest, and names the submission digest the job's submission has now, computed the way
+a grading computes it (the firewall's normalised archive under the task's artifact globs).
+Anything else (missing, torn, tampered, another key, another task, a replaced submission, one
+whose digest cannot be computed) is graded again. An infrastructure error leaves no verdict
+file, so it is retried by the next run and never counted as a pass.
+
+Submissions are read where they are, never through a symbolic link: a link at the top of
+`--submissions`, or a manifest entry naming one, is a usage error.
 
 Threads are enough for parallelism: the work happens in containers, and the controller's
 share is small. Only the main thread renders progress or handles Ctrl-C.

@@ -149,12 +149,18 @@ def load_task(path: Path | str) -> Task:
     return Task(root, config, tree_digest(root))
 
 
+UNDIGESTED_TOP = frozenset({"solutions", "attempts"})
+"""Reference submissions beside the task, not part of it; only at the top: a `solutions/`
+under `inputs/` is something the agent sees, one under `judge/` something the judge runs."""
+
+
 def tree_digest(root: Path) -> str:
     """sha256 over the task tree (paths and bytes, sorted), so a verdict names the exact task."""
     h = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(root):
+        top = dirpath == str(root)
         dirnames[:] = sorted(
-            d for d in dirnames if d not in {"__pycache__", "solutions", "attempts"}
+            d for d in dirnames if d != "__pycache__" and not (top and d in UNDIGESTED_TOP)
         )
         for name in sorted(filenames):
             p = Path(dirpath) / name

@@ -1,6 +1,7 @@
 """`assay bench`: what grading costs on this machine, every figure measured in one run.
 
-  floor       a bare `docker run --rm IMAGE true` (docker-py), the cost of one container
+  floor       one bare container running `true` (created, started, waited for, removed through
+              the Runtime, labelled like every other), the cost of one container
   latency     per tier and task: wall, controller CPU and whole-machine CPU per grading,
               containers started, harness overhead (wall minus the candidate's own compute)
   throughput  strict gradings per minute through the batch machinery at 1, 2, 4, 8 workers
@@ -28,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ..batch.run import jobs_from_dir, load_tasks, run_batch
 from ..model.task import Task, load_task
 from ..model.verdict import Tier, Verdict
-from ..runtime import LABEL, Runtime
+from ..runtime import ContainerSpec, GradingScope, Runtime
 from ..runtime.observed import ObservedRuntime
 from ..runtime.scope import new_grading_id
 from ..tiers.controller import Source
@@ -143,19 +144,25 @@ def available_tiers() -> tuple[dict[str, TierFn], dict[str, str]]:
     return {tier: tier_fn(tier) for tier in ("t3", "t2", "t0")}, {}
 
 
-def measure_floor(client: Any, image: str, n: int) -> list[float]:
-    """A bare container: no hardening, no mounts, no exec; created, started, waited, removed."""
+FLOOR_WAIT_S = 60.0
+
+
+def floor_spec(image: str, gid: str) -> ContainerSpec:
+    """No hardening, no mounts, no volumes, no exec: what any harness pays for one container."""
+    return ContainerSpec(image, gid, "floor", command=("true",), hardened=False)
+
+
+def measure_floor(rt: Runtime, image: str, n: int) -> list[float]:
+    """A bare container, created, started, waited for and removed through the Runtime (so it
+    is labelled, and removed on every exit path, like any grading's)."""
     walls = []
-    gid = new_grading_id()
-    try:
+    with GradingScope(rt, new_grading_id()) as scope:
         for _ in range(n):
             t0 = time.monotonic()
-            client.containers.run(image, ["true"], remove=True, labels={LABEL: gid})
+            cid = scope.container(floor_spec(image, scope.grading_id))
+            rt.wait(cid, FLOOR_WAIT_S)
+            scope.discard(cid)
             walls.append(time.monotonic() - t0)
-    finally:
-        for c in client.containers.list(all=True, filters={"label": f"{LABEL}={gid}"}):
-            with contextlib.suppress(Exception):
-                c.remove(force=True)
     return walls
 
 
@@ -286,7 +293,7 @@ def run_bench(
     pool = JudgePool(rt)
     try:
         fns[REUSED] = tier_fn("t3", pool)
-        floor, series, plan = _latency_rounds(client, rt, fns, image, settings, examples, say)
+        floor, series, plan = _latency_rounds(rt, fns, image, settings, examples, say)
     finally:
         pool.close()
     floor_med = median(floor)
@@ -303,7 +310,7 @@ def run_bench(
         for jobs in settings.throughput_levels:
             n = settings.batch_size(jobs)
             say(f"throughput: t3 function, {mode.replace('_', ' ')}, {n} gradings, --jobs {jobs}")
-            level_pool = JudgePool(rt, max_idle_per_task=jobs)
+            level_pool = JudgePool(rt, max_idle=jobs)
             try:
                 fn = tier_fn("t3", level_pool) if mode == "reused_judge" else fns["t3"]
                 per_min, bad = measure_throughput(rt, fn, add_dir, add_sub, image, jobs, n)
@@ -355,7 +362,6 @@ def run_bench(
 
 
 def _latency_rounds(
-    client: Any,
     rt: ObservedRuntime,
     fns: dict[str, TierFn],
     image: str,
@@ -380,7 +386,7 @@ def _latency_rounds(
         + ", ".join(f"{t} {c.kind}" for t, c, _ in plan)
     )
     for rnd in range(settings.samples + 1):
-        walls = measure_floor(client, image, per_round)
+        walls = measure_floor(rt.inner, image, per_round)
         if rnd:
             floor.extend(walls)
         for tier, case, task in plan:

@@ -6,6 +6,7 @@ programs a test registers by argv[0], so pipeline logic can be tested without Do
 
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
 import posixpath
@@ -176,7 +177,8 @@ class FakeRuntime:
         return {"memory": 1} if self._get(cid).oom else {}
 
     def image_digest(self, image: str) -> str:
-        return "sha256:" + "0" * 64
+        # Distinct per image, as on an engine, so a test can tell which image a role recorded.
+        return "sha256:" + hashlib.sha256(image.encode()).hexdigest()
 
     def sweep(self, grading_id: str | None = None) -> int:
         doomed = [

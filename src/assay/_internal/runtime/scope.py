@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -25,9 +26,17 @@ class GradingScope:
     its sweep even if interrupted again, then re-raises the interrupt.
     """
 
-    def __init__(self, runtime: Runtime, grading_id: str) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        grading_id: str,
+        on_container: Callable[[ContainerSpec], object] | None = None,
+    ) -> None:
+        """`on_container`: told of every container created (a verdict records each role's
+        image), including ones created by code that only sees the scope, such as the agent's."""
         self.runtime = runtime
         self.grading_id = grading_id
+        self.on_container = on_container
         self._containers: list[str] = []
         self._dirs: list[Path] = []
 
@@ -36,6 +45,8 @@ class GradingScope:
             raise ValueError("container spec belongs to another grading")
         cid = self.runtime.create(spec)
         self._containers.append(cid)
+        if self.on_container is not None:
+            self.on_container(spec)
         if start:
             self.runtime.start(cid)
         return cid

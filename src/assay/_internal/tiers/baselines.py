@@ -120,7 +120,7 @@ def run_baseline(
     g = Grading(rt, task, tier, image)
     if grading_id is not None:
         g.gid = grading_id
-    with GradingScope(rt, g.gid) as scope:
+    with g.scope() as scope:
         t0 = monotonic()
         prepared = prepare(scope, task, image)
         g.lap("judge_prepare", t0)

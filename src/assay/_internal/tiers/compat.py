@@ -82,7 +82,7 @@ def grade_compat(
         raise UsageError(f"task {task.id!r} is kind {task.config.kind!r}; t2 grades pytest tasks")
     check_layout(task)
     g = Grading(rt, task, "t2", image, gid=grading_id or new_grading_id())
-    with GradingScope(rt, g.gid) as scope:
+    with g.scope() as scope:
         t0 = monotonic()
         prepared = prepare(scope, task, image)
         g.lap("judge_prepare", t0)

@@ -38,10 +38,16 @@ class Grading:
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     timings: dict[str, float] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)
+    """Container role -> id of the image it ran, for every role this grading used."""
     submission: Submission | None = None
 
-    def __post_init__(self) -> None:
-        self.images["base"] = self.rt.image_digest(self.image)
+    def scope(self) -> GradingScope:
+        """The grading's scope; every container it creates has its role's image recorded."""
+        return GradingScope(self.rt, self.gid, lambda spec: self.used(spec.role, spec.image))
+
+    def used(self, role: str, image: str) -> None:
+        """Record a container of `role` that ran `image` (also one the scope did not create)."""
+        self.images[role] = self.rt.image_digest(image)
 
     def lap(self, phase: str, t0: float) -> None:
         self.timings[phase] = round(self.timings.get(phase, 0.0) + monotonic() - t0, 6)

@@ -10,6 +10,10 @@ grading did not end normally, or whose reset fails, is removed instead of reused
 Pooled judges carry the pool's own grading-id label, so a grading's scope never sweeps them;
 the pool removes them all when it is closed (and `assay grade-many` logs the pool's id, so a
 killed batch's next run sweeps them too).
+
+Idle judges are capped across all tasks, not per task: a batch over many tasks would otherwise
+keep one judge (and its handoff directory) per task alive until the end. Past the cap the
+judge released longest ago is removed with its handoff directory.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
-from collections import defaultdict
+from collections import OrderedDict
 from pathlib import Path
 
 from ..model.task import Task
@@ -32,18 +36,25 @@ REUSABLE_KINDS = frozenset({"function", "cli"})
 
 
 class JudgePool:
-    def __init__(self, rt: Runtime, max_idle_per_task: int = 8) -> None:
+    def __init__(self, rt: Runtime, max_idle: int = 8) -> None:
+        """`max_idle`: idle judges kept over all tasks together (`grade-many`: 2 x --jobs)."""
         self.rt = rt
         self.gid = new_grading_id()
-        self.max_idle = max_idle_per_task
+        self.max_idle = max_idle
         self._lock = threading.Lock()
-        self._idle: dict[tuple[str, str], list[str]] = defaultdict(list)
+        # cid -> (task digest, image), least recently released first
+        self._idle: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._lent: dict[str, tuple[str, tuple[str, str]]] = {}  # grading id -> (cid, key)
         self._handoff: dict[str, Path] = {}  # cid -> its /handoff directory on the host
         self._closed = False
         self.created = 0
         self.reused = 0
         self.discarded = 0
+        self.evicted = 0
+
+    def idle_count(self) -> int:
+        with self._lock:
+            return len(self._idle)
 
     @staticmethod
     def reusable(task: Task) -> bool:
@@ -57,8 +68,10 @@ class JudgePool:
             with self._lock:
                 if self._closed:
                     raise RuntimeError("judge pool is closed")
-                cid = self._idle[key].pop() if self._idle[key] else None
+                # The most recently released judge of this task: the least likely to be evicted.
+                cid = next((c for c, k in reversed(self._idle.items()) if k == key), None)
                 if cid is not None:
+                    del self._idle[cid]
                     self._lent[grading_id] = (cid, key)
             if cid is None:
                 break
@@ -88,16 +101,21 @@ class JudgePool:
 
     def release(self, grading_id: str) -> None:
         """The grading ended normally: its judge may serve the next grading of the task."""
+        evicted: list[str] = []
         with self._lock:
             lent = self._lent.pop(grading_id, None)
             if lent is None:
                 return
             cid, key = lent
-            if not self._closed and len(self._idle[key]) < self.max_idle:
-                self._idle[key].append(cid)
-                return
-            self._lent[grading_id] = lent
-        self._discard(grading_id)
+            if self._closed:
+                evicted.append(cid)
+            else:
+                self._idle[cid] = key
+                while len(self._idle) > self.max_idle:
+                    evicted.append(self._idle.popitem(last=False)[0])
+                    self.evicted += 1
+        for old in evicted:
+            self._remove(old)
 
     def finish(self, grading_id: str) -> None:
         """Called after every grading, on every exit path: a judge still lent was not
@@ -107,8 +125,7 @@ class JudgePool:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            cids = [c for cs in self._idle.values() for c in cs]
-            cids += [cid for cid, _ in self._lent.values()]
+            cids = [*self._idle, *(cid for cid, _ in self._lent.values())]
             self._idle.clear()
             self._lent.clear()
         for cid in cids:
@@ -124,10 +141,16 @@ class JudgePool:
         with self._lock:
             lent = self._lent.pop(grading_id, None)
         if lent is not None:
-            self.rt.remove(lent[0])
+            self._remove(lent[0])
+
+    def _remove(self, cid: str) -> None:
+        """A judge no one holds any more: the container, then its handoff directory."""
+        try:
+            self.rt.remove(cid)
+        finally:
             with self._lock:
                 self.discarded += 1
-                handoff = self._handoff.pop(lent[0], None)
+                handoff = self._handoff.pop(cid, None)
             if handoff is not None:
                 shutil.rmtree(handoff, ignore_errors=True)
 

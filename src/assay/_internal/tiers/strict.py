@@ -156,7 +156,7 @@ def grade_strict(
     lim = task.config.limits
     reasons: list[str] = []
 
-    with GradingScope(rt, g.gid) as scope:
+    with g.scope() as scope:
         inputs = scope.tempdir("inputs")
         inputs.chmod(0o755)
         seed = str(secrets.randbits(128))
@@ -165,6 +165,7 @@ def grade_strict(
             t0 = monotonic()
             if judges is not None and judges.reusable(task):
                 judge, reused = judges.acquire(task, image, g.gid)
+                g.used("judge", image)  # the pool created it, not this grading's scope
                 handoff = judges.handoff_dir(judge)
                 if reused:
                     reasons.append("note:judge-reused")
