@@ -114,6 +114,8 @@ def _location(err: dict[str, object]) -> str:
 
 
 def load_task(path: Path | str) -> Task:
+    """Load and validate the task directory at `path` (docs/tasks.md). Raises
+    `assay.errors.TaskError` naming the file and the key that is wrong."""
     root = Path(path).resolve()
     toml_path = root / "task.toml"
     if not toml_path.is_file():
