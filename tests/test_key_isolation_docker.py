@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from e2e import EXAMPLES
 from helpers.keyscan import key_needles, scan_container_for_secret
 
+from assay._internal.runtime import engine
 from assay._internal.runtime.docker import DockerRuntime
-from assay._internal.tiers import dispatch as grading
 from assay.cli import main
 
 pytestmark = pytest.mark.docker
@@ -70,7 +70,7 @@ def test_key_never_enters_any_container(
 
     ensure_signing_key(key)
     ScanningRuntime.needles = key_needles(key)
-    monkeypatch.setattr(grading, "DockerRuntime", ScanningRuntime)
+    monkeypatch.setattr(engine, "DockerRuntime", ScanningRuntime)
     result = CliRunner().invoke(
         main,
         [
