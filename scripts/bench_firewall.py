@@ -2,6 +2,7 @@
 
     python scripts/bench_firewall.py            # 100 MB / 1,000 files, 10 files, 1 GB, gzip
     python scripts/bench_firewall.py --quick    # skip the 1 GB archive
+    python scripts/bench_firewall.py --names    # only the NFKC name flood (CPU per archive)
 
 Each throughput figure comes from a fresh child process reading a tar file from disk (page cache
 warm) and writing the normalised archive to a file, so its peak RSS (ru_maxrss) is the
@@ -120,9 +121,39 @@ def _latency(archive: Path, rounds: int) -> None:
     )
 
 
+def _names() -> None:
+    """Controller CPU for hostile names: members named with U+FDFA, which NFKC expands 18-fold
+    (the corpus case nfkc-expansion-flood), kept and dropped, against an ordinary archive."""
+    import io
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from dataclasses import replace
+
+    from make_hostile_corpus import member, nfkc_flood, tar
+
+    from assay._internal.firewall import FirewallLimits, check
+
+    ordinary = tar(*(member(f"src/pkg{i % 37}/file{i:05d}.py".encode(), b"x") for i in range(2000)))
+    flood = tar(*nfkc_flood(2000), member(b"solution.py", b"x"))
+    unbudgeted = replace(FirewallLimits(), max_name_bytes=2**40)
+    runs = [
+        ("2,000 ordinary names, kept", ordinary, FirewallLimits(), None),
+        ("2,000 U+FDFA names, kept", flood, FirewallLimits(), None),
+        ("2,000 U+FDFA names, dropped", flood, FirewallLimits(), ["solution.py"]),
+        ("  the same kept, no name budget", flood, unbudgeted, None),
+    ]
+    for label, data, limits, artifacts in runs:
+        started = time.process_time()
+        result = check(io.BytesIO(data), io.BytesIO(), limits, artifacts=artifacts)
+        cpu = time.process_time() - started
+        outcome = getattr(result, "rule", None) or f"accepted, {len(result.dropped)} dropped"  # type: ignore[union-attr]
+        print(f"{label:<32} {len(data) / MB:5.1f} MB  {cpu * 1000:7.0f} ms CPU  ({outcome})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Benchmark the archive firewall.")
     parser.add_argument("--quick", action="store_true", help="skip the 1 GB archive")
+    parser.add_argument("--names", action="store_true", help="only the NFKC name flood")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -133,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, {os.uname().machine}, "
         f"load average {load} (wall-clock figures suffer under load; per-CPU-second ones less)"
     )
+    _names()
+    if args.names:
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-firewall-") as tmp:
         work = Path(tmp)
         small = work / "small.tar"

@@ -517,6 +517,24 @@ def _() -> bytes:
     return tar(pax([(b"path", "\U0001f600".encode() * 100)]), member(b"n", b"x"))
 
 
+@case(
+    "name-1008-chars-4047-bytes",
+    "path-length",
+    "1,008 four-byte characters: under 1,024 characters, past PATH_MAX under a temp directory",
+)
+def _() -> bytes:
+    return tar(pax([(b"path", "/".join(["\U0001f600" * 63] * 16).encode())]), member(b"n", b"x"))
+
+
+@case(
+    "nfkc-expansion-flood",
+    "name-bytes",
+    "3,000 names of U+FDFA, which NFKC expands 18-fold: seconds of normalisation CPU",
+)
+def _() -> bytes:
+    return tar(*nfkc_flood(3000))
+
+
 @case("deep-nesting", "depth", "40 nested directories")
 def _() -> bytes:
     return tar(pax([(b"path", b"d/" * 40 + b"f")]), member(b"f", b"x"))
@@ -753,6 +771,17 @@ def _() -> bytes:
         member(b"workspace/.venv/bin/python", typeflag=b"2", linkname=b"/usr/bin/python3"),
         member(b"workspace/pkg/mod.py", b"x = 1\n", uid=1000, gid=1000, uname=b"agent"),
     )
+
+
+def nfkc_flood(count: int) -> list[bytes]:
+    """Members named with 1,023 bytes of U+FDFA (4 components of 255 bytes, each 1,530
+    characters after NFKC): three shared directories, a distinct last component each."""
+    wide = "\ufdfa" * 85
+    parents = "/".join([wide] * 3)
+    return [
+        pax([(b"path", f"{parents}/{wide[:-1]}{chr(0x4E00 + i)}".encode())]) + member(b"f", b"")
+        for i in range(count)
+    ]
 
 
 # --- the size bomb is streamed from one precomputed member, never held expanded ------------

@@ -600,3 +600,74 @@ def test_shared_resources_are_logged_open_and_closed_after_the_last_grading(
     mine = [e["event"] for e in events if e.get("grading_id") == pool_gid]
     assert mine == ["start", "end"]
     assert unfinished_gradings(out / "log.jsonl") == []
+
+
+def test_a_shared_resource_that_cannot_be_closed_is_left_for_the_next_run(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    # Seen with a restarted engine: the judge pool's sweep raised a connection error out of
+    # run_batch, so the batch died with a traceback and no summary.
+    subs = _subs(tmp_path, "s1-good", "s2-bad")
+
+    def close() -> None:
+        raise ConnectionError("('Connection aborted.', FileNotFoundError(2, 'No such file'))")
+
+    pool_gid = "g-" + "8" * 16
+    out = tmp_path / "out"
+    res = _run(out, jobs_from_dir(ADD, subs), FakeGrader(), key, shared=[
+        batch.Shared("judge-pool", pool_gid, close)
+    ])  # fmt: skip
+    assert res.tally.passed == 1 and res.tally.failed == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["total"] == 2
+    events = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events if e.get("id") == "judge-pool"][-1] == "close-failed"
+    assert unfinished_gradings(out / "log.jsonl") == [pool_gid]  # swept by the next run
+
+
+def _disk_full_for(suffix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = batch.atomic_write
+
+    def atomic_write(path: Path, data: bytes) -> None:
+        if path.name.endswith(suffix):
+            raise OSError(28, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(batch, "atomic_write", atomic_write)
+
+
+def test_a_verdict_that_cannot_be_written_is_a_named_error_and_graded_again(
+    tmp_path: Path, key: Ed25519PrivateKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    subs = _subs(tmp_path, "s1-good", "s2-bad")
+    out = tmp_path / "out"
+    _disk_full_for(".dsse.json", monkeypatch)
+    res = _run(out, jobs_from_dir(ADD, subs), FakeGrader(), key)
+    assert res.tally.passed == 0 and res.tally.errors == 2
+    assert {e["error"] for e in res.tally.error_list} == {
+        "output: could not write the verdict (No space left on device)"
+    }
+    monkeypatch.undo()
+    grader = FakeGrader()
+    res = _run(out, jobs_from_dir(ADD, subs), grader, key)
+    assert sorted(grader.calls) == ["s1-good", "s2-bad"] and res.tally.passed == 1
+
+
+def test_a_summary_that_cannot_be_written_is_an_infrastructure_error(
+    tmp_path: Path, key: Ed25519PrivateKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seen with a full output file system: the OSError ended `grade-many` with a traceback.
+    subs = _subs(tmp_path, "s1-good")
+    _disk_full_for(batch.SUMMARY, monkeypatch)
+    with pytest.raises(InfrastructureError, match=r"could not write .*summary\.json"):
+        _run(tmp_path / "out", jobs_from_dir(ADD, subs), FakeGrader(), key)
+    assert (tmp_path / "out" / "s1-good.dsse.json").exists()
+
+
+def test_event_log_lines_that_cannot_be_written_are_counted_not_raised() -> None:
+    # A raising log killed the worker thread and lost its job's outcome.
+    log = batch.EventLog(Path("/dev/full"))
+    log.write("start", id="x", grading_id="g-" + "1" * 16)
+    log.write("end", id="x", grading_id="g-" + "1" * 16)
+    assert log.lost == 2
+    log.close()

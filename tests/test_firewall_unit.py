@@ -382,3 +382,57 @@ def test_every_rule_is_documented() -> None:
     doc = (ROOT / "docs" / "firewall.md").read_text()
     missing = [rule for rule in sorted(RULES) if f"`{rule}`" not in doc]
     assert not missing, missing
+
+
+# --- names: bytes, and the normalisation work a dropped member may not cost (issue 10) ----------
+
+
+def _pax_member(name: str, data: bytes = b"x") -> bytes:
+    return corpus.pax([(b"path", name.encode())]) + corpus.member(b"n", data)
+
+
+def test_path_cap_counts_bytes_and_a_longest_directory_round_trips(tmp_path: Path) -> None:
+    four = "\U0001f600" * 63  # 252 bytes, under NAME_MAX
+    too_long = check(io.BytesIO(corpus.tar(_pax_member("/".join([four] * 5)))), io.BytesIO())
+    assert isinstance(too_long, Rejected) and too_long.rule == "path-length", too_long
+    assert "1264 bytes" in too_long.detail
+    # 1,024 bytes exactly, as a directory: its normalised header adds a '/', still accepted.
+    name = "/".join(["d" * 254] * 4) + "/" + "e" * 4
+    assert len(name) == 1024
+    dir_member = corpus.pax([(b"path", name.encode() + b"/")]) + corpus.header(b"d", typeflag=b"5")
+    _, normalised = _accept(corpus.tar(dir_member))
+    dest = tmp_path / "out"
+    dest.mkdir()
+    materialise(io.BytesIO(normalised), dest)
+
+
+def test_dropped_members_skip_the_normalising_rules_but_kept_ones_do_not() -> None:
+    climbs = "\uff0e\uff0e/x.txt"  # '..' only after NFKC
+    data = corpus.tar(_pax_member(climbs), corpus.member(b"A.py", b"1"), corpus.member(b"a.py"))
+    result, _ = _accept(data, artifacts=["a.py"])
+    assert _files(result) == {"a.py"} and set(result.dropped) == {climbs, "A.py"}
+    for globs, rule in ((["**"], "dot-dot"), (["*.py"], "case-collision")):
+        rejected = check(io.BytesIO(data), io.BytesIO(), artifacts=globs)
+        assert isinstance(rejected, Rejected) and rejected.rule == rule, rejected
+    # A raw '..' is rejected whether or not the member would be kept.
+    raw = check(io.BytesIO(corpus.tar(corpus.member(b"../x.txt"))), io.BytesIO(), artifacts=["a"])
+    assert isinstance(raw, Rejected) and raw.rule == "dot-dot"
+
+
+def test_a_path_first_seen_under_a_dropped_member_is_still_folded_when_kept() -> None:
+    data = corpus.tar(
+        corpus.member(b"X/skip.txt"), corpus.member(b"X/keep.py"), corpus.member(b"x/keep2.py")
+    )
+    rejected = check(io.BytesIO(data), io.BytesIO(), artifacts=["**/*.py"])
+    assert isinstance(rejected, Rejected) and rejected.rule == "case-collision", rejected
+
+
+def test_name_budget_counts_normalised_bytes_of_kept_names_only() -> None:
+    flood = corpus.tar(*corpus.nfkc_flood(300), corpus.member(b"solution.py", b"x"))
+    kept = check(io.BytesIO(flood), io.BytesIO(), FirewallLimits(max_name_bytes=512 * 2**10))
+    assert isinstance(kept, Rejected) and kept.rule == "name-bytes", kept
+    # 300 names of 1,023 bytes fit 512 KiB as they are: dropped, they are never normalised.
+    result, _ = _accept(
+        flood, limits=FirewallLimits(max_name_bytes=512 * 2**10), artifacts=["solution.py"]
+    )
+    assert _files(result) == {"solution.py"} and len(result.dropped) == 300

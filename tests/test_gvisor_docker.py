@@ -60,3 +60,24 @@ def test_fork_bomb_on_gvisor_fails(tmp_path: Path) -> None:
     assert g.exit_code == 1, g.stderr
     assert g.verdict is not None and not g.verdict["passed"]
     assert any(r.startswith("limit:") for r in g.reasons), g.reasons
+
+
+def test_memory_bomb_on_gvisor_compat_fails_naming_the_limit(tmp_path: Path) -> None:
+    """gVisor stops the whole sandbox at its memory limit and the engine drops the exec: that
+    is a failed verdict naming `limit:memory`, not an infrastructure error (issue 10, 8)."""
+    from assay._internal.model.task import load_task
+    from assay._internal.runtime.docker import DockerRuntime
+    from assay._internal.tiers.compat import grade_compat
+    from assay._internal.tiers.strict import Source, new_grading_id
+
+    bomb = (
+        "def add(a, b):\n    hoard = [b'\\x01' * (256 << 20) for _ in range(8)]\n    return a + b\n"
+    )
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "solution.py").write_text(bomb)
+    rt, gid = DockerRuntime(oci_runtime="runsc"), new_grading_id()
+    v = grade_compat(rt, load_task(EXAMPLES / "add-pytest"), Source(path=sub), "assay-base:latest",
+                     grading_id=gid)  # fmt: skip
+    assert rt.leftovers(gid) == []
+    assert not v.passed and "limit:memory" in v.reason_codes, v.reason_codes

@@ -16,7 +16,12 @@ from assay._internal.proof.matrix import (
     task_for,
 )
 from assay._internal.tiers.baselines import log_cases, parse_pytest_log
-from assay.cli.matrix import class_names, render_markdown
+from assay.cli.matrix import (
+    class_names,
+    compare_outcomes,
+    render_markdown,
+    table_cells,
+)
 from assay.errors import TaskError, UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,3 +190,19 @@ def test_class_names_come_from_the_taxonomy(tmp_path: Path) -> None:
     names = class_names([tmp_path / "corpus"])
     assert names["V4"].lower().startswith("prompt injection")
     assert len(names) >= 12
+
+
+def test_compare_outcomes_reads_only_the_tiers_run() -> None:
+    committed = (ROOT / "docs" / "matrix.md").read_text()
+    cells = table_cells(committed)
+    assert cells[("`memory-bomb`", "T2 compat")] == "blocked"
+    assert cells[("`add-correct`", "T3 strict")] == "pass"
+    assert compare_outcomes(committed, committed, ["t2", "t3"]) == []
+    row = next(ln for ln in committed.splitlines() if ln.startswith("| `memory-bomb` |"))
+    cut = row.split(" | ")
+    t0_changed = committed.replace(row, " | ".join([*cut[:2], "blocked", *cut[3:]]))
+    assert compare_outcomes(committed, t0_changed, ["t2", "t3"]) == []
+    t2_changed = committed.replace(row, " | ".join([*cut[:4], "error (!)", *cut[5:]]))
+    assert compare_outcomes(committed, t2_changed, ["t2", "t3"]) == [
+        "`memory-bomb` on T2 compat: error (!), committed blocked"
+    ]

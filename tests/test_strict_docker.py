@@ -164,3 +164,27 @@ def test_transform_output_symlink_is_refused(tmp_path: Path) -> None:
     g = assay("grade", str(TASKS / "slots"), "--submission", str(sub), tmp=tmp_path)
     assert g.exit_code == 1
     assert any(r.startswith("output-firewall:") for r in g.reasons), g.reasons
+
+
+# Issue 10, finding 1: 1,008 characters but 4,047 UTF-8 bytes of path. Each component (63
+# four-byte characters, 252 bytes) fits NAME_MAX and the name fit the old 1,024-character cap, but
+# under the controller's temp directory the full path passes PATH_MAX: the controller's read of
+# it crashed the grading (a traceback and exit 1, no verdict).
+DEEP_WRITER = """import os, sys
+os.chdir(sys.argv[2])
+part = "\\U0001F600" * 63
+for _ in range(15):
+    os.mkdir(part)
+    os.chdir(part)
+with open(part, "w") as fh:
+    fh.write("x")
+"""
+
+
+def test_transform_output_path_over_the_byte_cap_is_a_verdict_not_a_crash(tmp_path: Path) -> None:
+    sub = write_solution(tmp_path, "t.py", DEEP_WRITER)
+    g = assay("grade", str(TASKS / "slots"), "--submission", str(sub), tmp=tmp_path)
+    assert "Traceback" not in g.stderr, g.stderr[-3000:]
+    assert g.verdict is not None, (g.exit_code, g.stderr[-3000:])
+    assert g.exit_code == 1 and g.verdict["passed"] is False
+    assert "output-firewall:path-length" in g.reasons, g.reasons

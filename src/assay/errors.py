@@ -12,6 +12,7 @@ __all__ = [
     "EngineUnavailableError",
     "FirewallError",
     "InfrastructureError",
+    "InternalError",
     "KeyFileError",
     "TaskError",
     "UnsafeInputsError",
@@ -65,6 +66,23 @@ class InfrastructureError(AssayError):
 
     def diagnostics(self) -> str:
         return f"{self}\n  fix: {self.fix}" if self.fix else str(self)
+
+
+class InternalError(InfrastructureError):
+    """An exception nobody raised on purpose ended a grading (exit 3): no verdict, and never a
+    failed one, since nothing was judged. The message names the reason and the exception."""
+
+    reason = "infra:internal-error"
+
+    def __init__(self, grading_id: str, exc: Exception) -> None:
+        detail = f"{type(exc).__name__}: {exc}"
+        super().__init__(
+            f"{self.reason} in grading {grading_id}: {detail[:300]}",
+            fix="a bug in assay or a fault on this host; its containers and temp files were "
+            "removed, and grading it again is safe",
+        )
+        self.grading_id = grading_id
+        self.exception_type = type(exc).__name__
 
 
 class EngineUnavailableError(InfrastructureError):

@@ -182,6 +182,9 @@ def cmd_compare(a: argparse.Namespace) -> None:
             elif rstatus == "limit":
                 status = "limit"
                 reasons.append(f"limit:{rc.get('limit')}")
+            elif rstatus == "residue":
+                status = "error"  # the runner could not empty what the case wrote
+                reasons.append("candidate:left-state")
             elif rstatus != "ok":
                 status = "error"
                 reasons.append("candidate:crash")

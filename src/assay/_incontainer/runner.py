@@ -21,6 +21,9 @@ import tarfile
 import time
 
 PR_SET_DUMPABLE = 4
+# Every place a candidate process can write: the root file system and every bind are
+# read-only. Each is emptied after every case (a transform's /output once it is packed).
+SCRATCH = ("/tmp", "/dev/shm", "/dev/mqueue")
 MAX_CASES_BYTES = 16 << 20
 CGROUP_COUNTERS = {
     "pids": ("/sys/fs/cgroup/pids/pids.events", "max"),
@@ -108,20 +111,33 @@ def pack_output(outdir: str) -> bytes:
     return buf.getvalue()
 
 
-def scratch_full_then_clean() -> bool:
-    """True if the candidate filled /tmp; then empty it so the next case starts clean.
-    Only called once every candidate process is dead, so nothing races the cleanup."""
+def tmp_full() -> bool:
+    """True if the candidate filled /tmp (checked before it is emptied)."""
     st = os.statvfs("/tmp")
-    full = st.f_bavail * st.f_frsize < (256 << 10)
-    for entry in os.scandir("/tmp"):
-        try:
+    return st.f_bavail * st.f_frsize < (256 << 10)
+
+
+def empty_dir(top: str) -> bool:
+    """Remove everything under top, whatever modes the candidate left; True if top is then
+    empty. Only called once every candidate process is dead, so nothing races it."""
+    if not os.path.isdir(top):
+        return True
+    try:
+        # Every entry is ours (the candidate shares our uid), so a directory made unreadable
+        # or unwritable is given back its modes before anything under it is removed.
+        for root, dirs, _files in os.walk(top):
+            for d in dirs:
+                path = os.path.join(root, d)
+                if not os.path.islink(path):
+                    os.chmod(path, 0o700)
+        for entry in os.scandir(top):
             if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
+                shutil.rmtree(entry.path)
             else:
                 os.unlink(entry.path)
-        except OSError:
-            pass
-    return full
+        return not os.listdir(top)
+    except (OSError, RecursionError):
+        return False
 
 
 def run_one(
@@ -248,8 +264,14 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with open(a.cases, "rb") as fh:
         cases = json.loads(fh.read(MAX_CASES_BYTES + 1)[:MAX_CASES_BYTES])
-    results = []
+    results: list[dict[str, object]] = []
+    places = SCRATCH + (("/output",) if a.kind == "transform" else ())
     for index, case in enumerate(cases):
+        if results and results[-1]["status"] == "residue":
+            # What a case left could not be removed: no later case can be trusted to run
+            # without it, so none runs.
+            results.append(dict(results[-1], id=case["id"], duration_s=0.0, output_b64=""))
+            continue
         before = {k: counter(k) for k in CGROUP_COUNTERS}
         payload = case["input"]
         cwd = "/candidate"
@@ -287,16 +309,20 @@ def main() -> None:
                 packed = pack_output(f"/output/{index}")
             except OSError:  # e.g. a file the candidate made unreadable
                 status, limit = "error", None
-            reset_path(f"/output/{index}")
             if len(packed) > a.output_cap:
                 packed, status, limit = b"", "limit", "output"
-        if scratch_full_then_clean():
+        if tmp_full():
             status, limit = "limit", "disk"
+        # Every writable place is emptied, not only /tmp: nothing a case leaves may reach
+        # the next one, and a place that cannot be emptied fails the case.
+        dirty = [place for place in places if not empty_dir(place)]
         for name in CGROUP_COUNTERS:
             if counter(name) > before[name] >= 0:
                 status, limit = "limit", name
         if a.kind == "function" and status == "ok" and code != 0:
             status = "crash"
+        if dirty:
+            status, limit = "residue", ",".join(dirty)
         results.append(
             {
                 "id": case["id"],

@@ -144,6 +144,36 @@ def render_markdown(
     return "\n".join(out) + "\n"
 
 
+def table_cells(markdown: str) -> dict[tuple[str, str], str]:
+    """{(row, column title): cell} of every table row whose first cell is `code` (attacks
+    and controls), from a matrix in the format `render_markdown` writes."""
+    cells: dict[tuple[str, str], str] = {}
+    header: list[str] = []
+    for line in markdown.splitlines():
+        if not line.startswith("|"):
+            header = []
+            continue
+        parts = [p.strip() for p in line.strip().strip("|").split("|")]
+        if not header:
+            header = parts
+        elif parts[0].startswith("`") and len(parts) == len(header):
+            for title, cell in zip(header[1:], parts[1:], strict=True):
+                cells[(parts[0], title)] = cell
+    return cells
+
+
+def compare_outcomes(committed: str, fresh: str, tiers: Sequence[str]) -> list[str]:
+    """Where this run's outcome cells for `tiers` differ from a committed matrix's (reasons
+    are left out: they name a runtime's ceiling, and runsc sets no pids limit)."""
+    old, new = table_cells(committed), table_cells(fresh)
+    titles = {TIER_NAMES[t] for t in tiers}
+    diffs = []
+    for key, cell in sorted(new.items()):
+        if key[1] in titles and old.get(key) != cell:
+            diffs.append(f"{key[0]} on {key[1]}: {cell}, committed {old.get(key, 'nothing')}")
+    return diffs
+
+
 def _table(rows: Sequence[Row], attacks: Sequence[Attack], tiers: Sequence[str]) -> Table:
     table = Table(title="proof matrix (observed; ! = not the expected outcome)")
     table.add_column("attack")
@@ -188,6 +218,12 @@ def _cell(r: Row | None) -> str:
     "./examples.",
 )
 @engine_options
+@click.option(
+    "--compare",
+    "compare_md",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="A committed matrix (docs/matrix.md): exit 1 if any outcome of the tiers run differs.",
+)
 def matrix_cmd(
     corpora: tuple[Path, ...],
     tiers: str,
@@ -199,6 +235,7 @@ def matrix_cmd(
     examples: Path | None,
     base_image: str,
     oci_runtime: str,
+    compare_md: Path | None,
 ) -> None:
     """Run every attack against every tier; exit 1 on any unexpected outcome, dud or failed
     honest control. T0/T1 are unsafe baselines and are only ever run here, in throwaway
@@ -248,6 +285,12 @@ def matrix_cmd(
         md_out.parent.mkdir(parents=True, exist_ok=True)
         md_out.write_text(render_markdown(rows, attacks, picked, class_names(dirs)))
     issues = problems(rows, attacks, picked)
+    if compare_md is not None:
+        fresh = render_markdown(rows, attacks, picked, class_names(dirs))
+        committed = compare_md.read_text(encoding="utf-8")
+        issues += [
+            f"differs from {compare_md}: {d}" for d in compare_outcomes(committed, fresh, picked)
+        ]
     for p in issues:
         click.echo(f"matrix: {p}", err=True)
     sys.exit(1 if issues else 0)

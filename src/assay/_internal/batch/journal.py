@@ -113,10 +113,15 @@ def submission_digest(task: Task, path: object) -> str | None:
 
 
 class EventLog:
-    """Append-only JSONL, one flushed line per event, safe to call from any thread."""
+    """Append-only JSONL, one flushed line per event, safe to call from any thread.
+
+    A line that cannot be written (the disk is full) is counted, not raised: the log serves
+    recovery, and a worker that died on it would lose its job's outcome. A lost `start` line
+    only means the next run does not sweep that grading; `assay gc` still finds it by owner."""
 
     def __init__(self, path: Path) -> None:
         self._lock = threading.Lock()
+        self.lost = 0
         # A run killed mid-line leaves a torn last line; start ours on a fresh one.
         torn = path.exists() and path.stat().st_size > 0 and _last_byte(path) != b"\n"
         self._fh: IO[str] = path.open("a", encoding="utf-8")
@@ -128,11 +133,14 @@ class EventLog:
             {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event, **fields}
         )
         with self._lock:
-            self._fh.write(line + "\n")
-            self._fh.flush()
+            try:
+                self._fh.write(line + "\n")
+                self._fh.flush()
+            except OSError:
+                self.lost += 1
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, contextlib.suppress(OSError):
             self._fh.close()
 
 

@@ -31,7 +31,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from assay.errors import AssayError, EngineUnavailableError, UsageError
+from assay.errors import AssayError, EngineUnavailableError, InfrastructureError, UsageError
 
 from ..model.atomic import atomic_write
 from ..model.task import Task
@@ -222,9 +222,7 @@ def iter_batch(
             try:
                 yield from run.schedule(todo, parallelism)
             finally:
-                for res in shared:
-                    res.close()
-                    log.write("end", id=res.name, grading_id=res.grading_id)
+                close_shared(shared, log)
             lost = run.engine_gone.is_set()
             result = BatchResult(
                 tally,
@@ -234,7 +232,19 @@ def iter_batch(
                 invalid,
                 time.monotonic() - t_start,
             )
-            write_summary(out, result, started_at)
+            try:
+                write_summary(out, result, started_at)
+            except OSError as exc:
+                raise InfrastructureError(
+                    f"could not write {out / SUMMARY} ({exc.strerror or exc}); the verdicts "
+                    "written so far are kept",
+                    fix="free space in the output directory and rerun the same command to resume",
+                ) from None
+            if log.lost:
+                raise InfrastructureError(
+                    f"{log.lost} line(s) could not be written to {out / LOG}",
+                    fix="free space in the output directory; a rerun resumes",
+                )
             log.write(
                 "end",
                 interrupted=result.interrupted,
@@ -257,6 +267,19 @@ def _to_the_end(fn: Callable[P, Generator[Any, None, R]]) -> Callable[P, R]:
 
 run_batch = _to_the_end(iter_batch)
 """`iter_batch` run to its end, the outcomes ignored (same arguments)."""
+
+
+def close_shared(shared: Sequence[Shared], log: EventLog) -> None:
+    """Close each shared resource; one that cannot be closed (the engine went away) must not
+    end the batch without its summary. It is logged without an `end`, so the next run still
+    sees it open and sweeps it like an unfinished grading."""
+    for res in shared:
+        try:
+            res.close()
+        except Exception as exc:
+            log.write("close-failed", id=res.name, error=f"{type(exc).__name__}: {exc}"[:500])
+        else:
+            log.write("end", id=res.name, grading_id=res.grading_id)
 
 
 def _resume(
@@ -417,7 +440,12 @@ class _Run:
                 self.log.write("aborted", id=job.id, grading_id=gid)
                 return Outcome(job.id, "aborted", grading_id=gid)
             envelope = sign_verdict(verdict, self.private_key)
-            atomic_write(envelope_path(self.out, job.id), envelope)
+            try:
+                atomic_write(envelope_path(self.out, job.id), envelope)
+            except OSError as exc:
+                # No verdict on disk means no verdict: the next run grades it again.
+                msg = f"output: could not write the verdict ({exc.strerror or exc})"
+                return self.errored(job, gid, msg, t0)
         except EngineUnavailableError as exc:
             return self.errored(job, gid, f"engine: {exc}", t0)
         except AssayError as exc:

@@ -13,14 +13,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
 
-from assay._internal.firewall.tarbase import (
-    DEFAULT_LIMITS,
-    FirewallLimits,
-    Violation,
+from assay._internal.firewall.tarbase import DEFAULT_LIMITS, FirewallLimits, Violation
+from assay._internal.firewall.tarnames import (
+    Catalogue,
+    Globs,
+    NameBudget,
+    check_compat,
+    parse_prefix,
+    split_name,
 )
-from assay._internal.firewall.tarnames import Catalogue, Globs, parse_prefix, split_name
-from assay._internal.firewall.tarread import ByteSource, Member, read_members
-from assay._internal.firewall.tarsource import CHUNK, copy_range, open_source
+from assay._internal.firewall.tarread import Member, read_members
+from assay._internal.firewall.tarsource import (
+    CHUNK,
+    SeekableSource,
+    StreamSource,
+    copy_range,
+    open_source,
+)
 from assay._internal.firewall.tarwrite import END_OF_ARCHIVE, header
 from assay.errors import FirewallError
 
@@ -112,10 +121,10 @@ def check(
 ) -> Accepted | Rejected:
     """Judge a tar (or gzip'd tar) stream; on acceptance write its normalised form to `sink`.
 
-    A seekable plain tar is read in place (from its current position); other input is spooled,
-    bounded by limits.max_archive_bytes. On Rejected nothing has been written to `sink` in
-    practice, but callers must treat its content as garbage. Invalid `artifacts` or `strip_prefix`
-    raise assay.errors.UsageError.
+    A seekable plain tar is read in place (from its current position); from other input the
+    data of kept files is spooled (at most limits.max_total_bytes). On Rejected nothing has been
+    written to `sink` in practice, but callers must treat its content as garbage. Invalid
+    `artifacts` or `strip_prefix` raise assay.errors.UsageError.
     """
     globs = None if artifacts is None else Globs(artifacts)
     prefix = parse_prefix(strip_prefix)
@@ -129,10 +138,14 @@ def check(
 
 
 def _survey(
-    src: ByteSource, limits: FirewallLimits, globs: Globs | None, prefix: tuple[str, ...]
+    src: SeekableSource | StreamSource,
+    limits: FirewallLimits,
+    globs: Globs | None,
+    prefix: tuple[str, ...],
 ) -> _Plan:
     plan = _Plan()
     catalogue = Catalogue(limits)
+    budget = NameBudget(limits)
     count = 0
     for member in read_members(src, limits):
         try:
@@ -141,7 +154,9 @@ def _survey(
                 raise Violation(
                     "entry-count", f"the archive has more than {limits.max_entries} members."
                 )
-            _admit(member, plan, catalogue, limits, globs, prefix)
+            budget.charge(len(member.name.encode()))
+            if _admit(member, plan, catalogue, budget, limits, globs, prefix):
+                src.keep(member.offset, member.size)
         except Violation as violation:
             violation.member = violation.member or member.display
             raise
@@ -152,10 +167,12 @@ def _admit(
     member: Member,
     plan: _Plan,
     catalogue: Catalogue,
+    budget: NameBudget,
     limits: FirewallLimits,
     globs: Globs | None,
     prefix: tuple[str, ...],
-) -> None:
+) -> bool:
+    """Judge one member and plan it; True when its data is needed again (a kept file)."""
     is_dir = member.kind == "dir"
     parts = split_name(member.name, limits, is_dir=is_dir)
     if prefix:
@@ -172,16 +189,21 @@ def _admit(
         )
     if not parts:
         catalogue.add_root()  # "./" or the stripped prefix itself: nothing to write
-        return
-    catalogue.add(parts, member.kind)
+        return False
+    # With globs, directories are written only as parents of kept files. The glob is matched on
+    # the names as they are, so a dropped member costs no Unicode normalisation.
+    kept = globs is None or (not is_dir and globs.match(parts))
+    if kept:
+        check_compat(parts, budget)
+    catalogue.add(parts, member.kind, kept=kept)
     path = "/".join(parts)
     if is_dir:
-        if globs is None:
+        if kept:
             plan.dirs.add(path)
-        return
-    if globs is not None and not globs.match(parts):
+        return False
+    if not kept:
         plan.dropped.append(path)
-        return
+        return False
     if member.kind != "file":
         rule, detail = _TYPE_RULES[member.kind]
         raise Violation(rule, detail)
@@ -196,6 +218,7 @@ def _admit(
             "total-size", f"the kept files add up to more than {limits.max_total_bytes} bytes."
         )
     plan.files.append((path, member.offset, member.size, bool(member.mode & 0o111)))
+    return True
 
 
 def _emit(plan: _Plan, replay: BinaryIO, base: int, sink: BinaryIO) -> Accepted:

@@ -13,17 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
-from assay._internal.firewall.tarbase import (
-    DEFAULT_LIMITS,
-    FirewallLimits,
-    Violation,
-)
-from assay._internal.firewall.tarnames import Catalogue, split_name
+from assay._internal.firewall.tarbase import DEFAULT_LIMITS, FirewallLimits, Violation
+from assay._internal.firewall.tarnames import Catalogue, NameBudget, check_compat, split_name
 from assay._internal.firewall.tarread import Member, read_members
 from assay._internal.firewall.tarwrite import header
 from assay.errors import FirewallError
 
-__all__ = ["FirewallError", "materialise"]
+__all__ = ["FirewallError", "materialise", "read_materialised"]
 
 _CHUNK = 2**20
 _UNBOUNDED = 2**63
@@ -33,6 +29,9 @@ _NAME_RULES_ONLY = replace(
     max_file_bytes=_UNBOUNDED,
     max_total_bytes=_UNBOUNDED,
     max_archive_bytes=_UNBOUNDED,
+    # The input is check()'s output, whose names already passed the budget; its implied parent
+    # directories, now members, would count twice.
+    max_name_bytes=_UNBOUNDED,
 )
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -93,8 +92,10 @@ def _write_all(src: _Plain, stack: _DirStack, limits: FirewallLimits) -> None:
     previous = ""
     count = total = 0
     catalogue = Catalogue(limits)  # the same duplicate and collision rules as check()
+    budget = NameBudget(limits)
     for member in read_members(src, limits, exact_end=True):
         parts = _canonical_parts(member, limits)
+        check_compat(parts, budget)
         catalogue.add(parts, member.kind)
         path = "/".join(parts)
         if path <= previous:  # the firewall sorts by path string; this also rules out duplicates
@@ -156,6 +157,20 @@ def _write_file(src: _Plain, member: Member, name: str, parent: int) -> None:
     padding = src.read(-member.size % 512)
     if padding.count(0) != len(padding):
         raise Violation("not-normalised", "the padding after a file is not zero.", member.display)
+
+
+def read_materialised(root: Path, path: str) -> bytes:
+    """One file of a tree materialise() wrote, opened component by component from directory fds:
+    no full path is ever formed (PATH_MAX does not apply) and no link is followed."""
+    *dirs, name = path.split("/")
+    stack = _DirStack(os.open(root, _DIR_FLAGS))
+    try:
+        parent = stack.enter(tuple(dirs))
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read()
+    finally:
+        stack.close()
 
 
 class _DirStack:

@@ -15,6 +15,8 @@ class FirewallLimits:
     max_file_bytes: int = 64 * 2**20
     max_total_bytes: int = 256 * 2**20
     max_path_chars: int = 1024
+    # PATH_MAX counts bytes: 1,000 four-byte characters under a temp directory overflow it.
+    max_path_bytes: int = 1024
     max_component_chars: int = 255
     max_depth: int = 32
     max_expansion_ratio: int = 200
@@ -27,6 +29,9 @@ class FirewallLimits:
     expansion_floor_bytes: int = 2**20
     # One PAX extended header's payload.
     max_pax_bytes: int = 64 * 2**10
+    # Every member name's UTF-8 bytes, plus the bytes of the NFKC forms computed for kept names:
+    # normalisation costs up to ~1 us per byte (U+FDFA expands 18-fold), so it gets a budget.
+    max_name_bytes: int = 2 * 2**20
 
 
 DEFAULT_LIMITS = FirewallLimits()
@@ -47,8 +52,12 @@ def display(name: bytes | str) -> str:
     text = name.decode("utf-8", "surrogateescape") if isinstance(name, bytes) else name
     if not text:
         return "<empty name>"
+    more = f"...(+{len(text) - _DISPLAY_MAX} chars)" if len(text) > _DISPLAY_MAX else ""
+    head = text[:_DISPLAY_MAX]
+    if head.isprintable() and "\\" not in head:
+        return head + more  # the common case, without a Python loop per character
     out: list[str] = []
-    for ch in text[:_DISPLAY_MAX]:
+    for ch in head:
         code = ord(ch)
         if ch == "\\":
             out.append("\\\\")
@@ -62,6 +71,4 @@ def display(name: bytes | str) -> str:
             out.append(f"\\u{code:04x}")
         else:
             out.append(f"\\U{code:08x}")
-    if len(text) > _DISPLAY_MAX:
-        out.append(f"...(+{len(text) - _DISPLAY_MAX} chars)")
-    return "".join(out)
+    return "".join(out) + more

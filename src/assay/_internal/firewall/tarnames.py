@@ -17,14 +17,23 @@ _FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
 
 
 def split_name(name: str, limits: FirewallLimits, *, is_dir: bool) -> tuple[str, ...]:
-    """The components of a member name, or a Violation. `()` is the archive root (a dir only)."""
-    if len(name) > limits.max_path_chars:
+    """The components of a member name, or a Violation. `()` is the archive root (a dir only).
+
+    Only the cheap rules, linear in the name's bytes: the Unicode compatibility rules, which
+    normalise, are check_compat()'s, applied to kept members only."""
+    # A directory's trailing '/' is not counted: the normalised archive adds one to every
+    # directory, and materialise() re-checks that name.
+    bare = name.rstrip("/")
+    size = len(bare.encode())
+    if len(bare) > limits.max_path_chars or size > limits.max_path_bytes:
         raise Violation(
             "path-length",
-            f"the name has {len(name)} characters, over the cap of {limits.max_path_chars}.",
+            f"the name has {len(bare)} characters ({size} bytes), over the cap of "
+            f"{limits.max_path_chars} characters / {limits.max_path_bytes} bytes.",
         )
-    # Printable ASCII has no control or format characters; only other names need the lookup.
-    for ch in "" if name.isascii() and name.isprintable() else name:
+    # Every forbidden category is non-printable, so only names with a non-printable character
+    # (also a no-break space, say, which is allowed) need the lookup, a Python loop per character.
+    for ch in "" if name.isprintable() else name:
         if unicodedata.category(ch) in _FORBIDDEN_CATEGORIES:
             raise Violation(
                 "control-char",
@@ -50,15 +59,56 @@ def split_name(name: str, limits: FirewallLimits, *, is_dir: bool) -> tuple[str,
 
 
 def _check_component(part: str, limits: FirewallLimits) -> None:
+    if part == "..":
+        raise Violation("dot-dot", "the name has a '..' component.")
+    size = len(part.encode())
+    if len(part) > limits.max_component_chars or size > limits.max_component_bytes:
+        raise Violation(
+            "component-length",
+            f"a component is {len(part)} characters ({size} bytes) long, over the cap of "
+            f"{limits.max_component_chars} characters / {limits.max_component_bytes} bytes.",
+        )
+
+
+class NameBudget:
+    """Per archive: every name's bytes, and the bytes in and out of each NFKC normalisation.
+
+    Normalisation is the firewall's one super-linear cost per input byte (a component of U+FDFA
+    grows 18-fold), so thousands of such names would cost seconds of controller CPU."""
+
+    def __init__(self, limits: FirewallLimits) -> None:
+        self._cap = limits.max_name_bytes
+        self._left = limits.max_name_bytes
+
+    def charge(self, n: int) -> None:
+        self._left -= n
+        if self._left < 0:
+            raise Violation(
+                "name-bytes",
+                f"the member names (with the Unicode-normalised forms of kept ones) add up to "
+                f"more than {self._cap} bytes.",
+            )
+
+
+def check_compat(parts: tuple[str, ...], budget: NameBudget) -> None:
+    """The rules that need NFKC, for a member that will be written (dropped ones never are)."""
+    for part in parts:
+        if part.isascii():
+            continue  # ASCII is its own NFKC form
+        # The input is charged before the work, the output after: no call outruns the budget by
+        # more than one component's worth (under a millisecond).
+        budget.charge(len(part.encode()))
+        compat = _nfkc(part)
+        budget.charge(len(compat.encode()))
+        _check_compat_component(part, compat)
+
+
+def _check_compat_component(part: str, compat: str) -> None:
     # Compatibility forms matter: Windows "best fit" code pages and NFKC-normalising tools turn
     # FULLWIDTH FULL STOP into '.', FULLWIDTH SOLIDUS into '/', and so on.
-    compat = part if part.isascii() else unicodedata.normalize("NFKC", part)  # ASCII is NFKC
-    if part == ".." or compat == "..":
+    if compat == "..":
         raise Violation(
-            "dot-dot",
-            "the name has a '..' component"
-            + ("" if part == ".." else " after Unicode compatibility normalisation")
-            + ".",
+            "dot-dot", "the name has a '..' component after Unicode compatibility normalisation."
         )
     if compat == "." or "/" in compat:
         raise Violation(
@@ -70,14 +120,11 @@ def _check_component(part: str, limits: FirewallLimits) -> None:
             "backslash",
             "a component contains a backslash after Unicode compatibility normalisation.",
         )
-    if len(part) > limits.max_component_chars or len(part.encode()) > limits.max_component_bytes:
-        raise Violation(
-            "component-length",
-            f"a component is {len(part)} characters "
-            f"({len(part.encode())} bytes) long, over the cap of "
-            f"{limits.max_component_chars} characters / {limits.max_component_bytes} "
-            "bytes.",
-        )
+
+
+@lru_cache(maxsize=4096)
+def _nfkc(part: str) -> str:
+    return part if part.isascii() else unicodedata.normalize("NFKC", part)
 
 
 def fold(path: str) -> str:
@@ -87,7 +134,7 @@ def fold(path: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _fold_component(part: str) -> str:
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", part).casefold())
+    return unicodedata.normalize("NFKC", _nfkc(part).casefold())
 
 
 def _collision_rule(a: str, b: str) -> str:
@@ -99,6 +146,9 @@ def _collision_rule(a: str, b: str) -> str:
 class Catalogue:
     """Every path seen so far (members and implied parents), to catch two members for one file.
 
+    Exact duplicates and file/directory conflicts are checked for every member. Collisions after
+    case folding or normalisation only matter between paths that are written, so a dropped
+    member's paths are folded (the costly part) only once a kept member uses them too.
     Memory is bounded by max_entries paths; folded keys are stored as 16-byte digests.
     """
 
@@ -106,6 +156,7 @@ class Catalogue:
         self._limits = limits
         self._kind: dict[str, str] = {}  # path -> "file" | "dir" | "parent" | other kind
         self._folded: dict[bytes, str] = {}
+        self._unfolded: set[str] = set()  # paths only dropped members have used so far
         self._root_seen = False
 
     def __len__(self) -> int:
@@ -116,24 +167,28 @@ class Catalogue:
             raise Violation("duplicate", "the archive root directory appears twice.")
         self._root_seen = True
 
-    def add(self, parts: tuple[str, ...], kind: str) -> None:
+    def add(self, parts: tuple[str, ...], kind: str, *, kept: bool = True) -> None:
         for i in range(1, len(parts)):
             parent = "/".join(parts[:i])
             seen = self._kind.get(parent)
             if seen is None:
-                self._claim(parent, "parent")
+                self._claim(parent, "parent", kept)
             elif seen not in ("dir", "parent"):
                 raise Violation(
                     "path-conflict",
                     f"'{parent}' is a {seen} in this archive but this "
                     "member uses it as a directory.",
                 )
+            elif kept and parent in self._unfolded:
+                self._fold(parent)
         path = "/".join(parts)
         seen = self._kind.get(path)
         if seen is None:
-            self._claim(path, kind)
+            self._claim(path, kind, kept)
         elif seen == "parent" and kind == "dir":
             self._kind[path] = "dir"
+            if kept and path in self._unfolded:
+                self._fold(path)
         elif seen == "parent":
             raise Violation(
                 "path-conflict", f"earlier members use this {kind}'s path as a directory."
@@ -145,7 +200,21 @@ class Catalogue:
                 "would let the second overwrite the first.",
             )
 
-    def _claim(self, path: str, kind: str) -> None:
+    def _claim(self, path: str, kind: str, kept: bool) -> None:
+        if len(self._kind) >= self._limits.max_entries:
+            raise Violation(
+                "entry-count",
+                f"the archive names more than "
+                f"{self._limits.max_entries} paths (members and their parents).",
+            )
+        if kept:
+            self._fold(path)
+        else:
+            self._unfolded.add(path)
+        self._kind[path] = kind
+
+    def _fold(self, path: str) -> None:
+        self._unfolded.discard(path)
         key = hashlib.blake2b(fold(path).encode(), digest_size=16).digest()
         other = self._folded.get(key)
         if other is not None:
@@ -157,14 +226,7 @@ class Catalogue:
                 f"{ascii(path)[:120]} and the earlier {ascii(other)[:120]} are one name after "
                 f"{how}.",
             )
-        if len(self._kind) >= self._limits.max_entries:
-            raise Violation(
-                "entry-count",
-                f"the archive names more than "
-                f"{self._limits.max_entries} paths (members and their parents).",
-            )
         self._folded[key] = path
-        self._kind[path] = kind
 
 
 class Globs:

@@ -139,7 +139,7 @@ def read_members(
             continue
         if hdr.typeflag in (b"L", b"K"):
             rule = "path-length" if hdr.typeflag == b"L" else "gnu-header"
-            payload = _read_payload(src, hdr.size, 4 * limits.max_path_chars + 4, rule, where)
+            payload = _read_payload(src, hdr.size, limits.max_path_bytes + 4, rule, where)
             value = payload[: hdr.size].rstrip(b"\x00")
             if b"\x00" in value:
                 raise Violation(

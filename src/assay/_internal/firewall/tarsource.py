@@ -1,8 +1,8 @@
 """The caller's stream as a tar byte source: gzip detection, bomb limits, bounded spooling.
 
 The firewall reads the tar twice (headers first, then data in sorted order). A seekable plain tar
-is read in place; anything else (gzip, a pipe) is spooled while being read, under
-max_archive_bytes, into a temporary file that starts in memory.
+is read in place; from anything else (gzip, a pipe) only the data of kept files is spooled, into
+a temporary file that starts in memory: a stream's dropped members cost reading, never writing.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ class SeekableSource:
         self.offset += n
         self._f.seek(self._base + self.offset)
 
+    def keep(self, offset: int, size: int) -> None:
+        """The data at `offset` is needed again in pass two: it is, in place."""
+
     def _charge(self, n: int) -> None:
         if self.offset + n > self._cap:
             raise Violation(
@@ -57,16 +60,23 @@ class SeekableSource:
 
 
 class StreamSource:
-    """Reads a forward-only stream of chunks, copying every byte to a spool for the second pass."""
+    """Reads a forward-only stream of chunks, copying the data of kept files to a spool for the
+    second pass; `replay` reads the spool at stream offsets."""
 
     def __init__(self, chunks: Iterator[bytes], spool: BinaryIO, cap: int) -> None:
         self._chunks = chunks
         self._spool = spool
         self._cap = cap
-        self._spooled = 0
+        self._pulled = 0
         self._buf = bytearray()
         self._pos = 0
+        self._kept: tuple[int, int] | None = None
         self.offset = 0
+        self.replay = _Replay(spool)
+
+    def keep(self, offset: int, size: int) -> None:
+        """The data at `offset` (the next skip's start) is needed again in pass two."""
+        self._kept = (offset, size)
 
     def read(self, n: int) -> bytes:
         while len(self._buf) - self._pos < n and self._pull():
@@ -77,11 +87,21 @@ class StreamSource:
         return data
 
     def skip(self, n: int) -> None:
+        keep = 0
+        if self._kept is not None:
+            start, keep = self._kept
+            self._kept = None
+            if start != self.offset or keep > n:
+                raise AssertionError("the firewall kept data it did not skip next")
+            self.replay.starts[start] = self._spool.tell()
         self.offset += n
         while n > 0:
             if self._pos == len(self._buf) and not self._pull():
                 return  # past the end; the next read comes up short
             take = min(n, len(self._buf) - self._pos)
+            if keep:
+                self._spool.write(self._buf[self._pos : self._pos + min(take, keep)])
+                keep -= min(take, keep)
             self._pos += take
             n -= take
 
@@ -89,18 +109,32 @@ class StreamSource:
         chunk = next(self._chunks, b"")
         if not chunk:
             return False
-        self._spooled += len(chunk)
-        if self._spooled > self._cap:
+        self._pulled += len(chunk)
+        if self._pulled > self._cap:
             raise Violation(
                 "archive-size",
                 f"the tar stream is longer than the cap of {self._cap} bytes.",
                 _ARCHIVE,
             )
-        self._spool.write(chunk)
         del self._buf[: self._pos]
         self._pos = 0
         self._buf += chunk
         return True
+
+
+class _Replay:
+    """The spool, read at the stream offsets of the kept files it holds (pass two seeks only to
+    the start of a kept file, then reads that file's bytes)."""
+
+    def __init__(self, spool: BinaryIO) -> None:
+        self._spool = spool
+        self.starts: dict[int, int] = {}  # stream offset -> spool offset
+
+    def seek(self, offset: int) -> None:
+        self._spool.seek(self.starts[offset])
+
+    def read(self, n: int) -> bytes:
+        return self._spool.read(n)
 
 
 def open_source(
@@ -125,7 +159,8 @@ def open_source(
         chunks = _gunzip(source.read, head, limits)
     else:
         chunks = _chain(head, source)
-    return StreamSource(chunks, spool, limits.max_archive_bytes), spool, 0
+    stream = StreamSource(chunks, spool, limits.max_archive_bytes)
+    return stream, cast(BinaryIO, stream.replay), 0
 
 
 def _chain(head: bytes, source: BinaryIO) -> Iterator[bytes]:

@@ -78,6 +78,9 @@ class ExecResult:
     truncated: bool
     """The command wrote more than the cap; the container was killed to stop it."""
     duration_s: float
+    exited: bool = False
+    """The container itself stopped while the command ran, taking the command's record with
+    it (gVisor stops its whole sandbox at the memory limit); the caller asks `oom_killed`."""
 
 
 class RuntimeError_(InfrastructureError):

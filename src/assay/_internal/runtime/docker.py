@@ -31,6 +31,7 @@ _CGROUP_EVENTS = (
     ("memory", "memory/docker/{cid}/memory.oom_control", "oom_kill"),
 )
 REMOVE_WAIT_S = 10
+EXEC_USER_LABEL = "assay.exec-user"
 START_DOCKER_FIX = "run `bash scripts/setup.sh` (installs Docker if needed and starts dockerd)"
 
 
@@ -55,11 +56,17 @@ class DockerRuntime:
         self.name = f"docker/{oci_runtime or 'runc'}"
         self._digests: dict[str, str] = {}
         self._paused: set[str] = set()
+        self._users: dict[str, str] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def create(self, spec: ContainerSpec) -> str:
-        labels = {LABEL: spec.grading_id, ROLE_LABEL: spec.role, OWNER_LABEL: this_owner()}
+        labels = {
+            LABEL: spec.grading_id,
+            ROLE_LABEL: spec.role,
+            OWNER_LABEL: this_owner(),
+            EXEC_USER_LABEL: spec.user,
+        }
         mounts = [
             Mount(target=b.target, source=str(b.source), type="bind", read_only=b.read_only)
             for b in spec.binds
@@ -89,13 +96,17 @@ class DockerRuntime:
                 "memswap_limit": lim.memory_bytes,
                 "pids_limit": lim.pids,
                 "nano_cpus": int(lim.cpus * 1e9),
-                "log_config": LogConfig(
-                    type="json-file", config={"max-size": "1m", "max-file": "1"}
-                ),
+                # Nothing a container prints is ever read: with any other driver, a flood
+                # written to init's stdout costs the engine host CPU outside every quota.
+                "log_config": LogConfig(type="none"),
             }
             if spec.hardened:
                 kwargs.update(
-                    user=spec.user,
+                    # Init and its keep-alive run as root with no capabilities, so the
+                    # candidate's uid cannot open their fds through /proc (a flood into
+                    # the engine's stdout pipe) or kill them to end the container. Every
+                    # exec names the spec's user instead (see `exec`).
+                    user="0:0",
                     read_only=True,
                     cap_drop=["ALL"],
                     security_opt=["no-new-privileges"],
@@ -120,7 +131,18 @@ class DockerRuntime:
             ) from exc
         except docker.errors.APIError as exc:
             raise RuntimeError_(f"could not create the {spec.role} container: {exc}") from exc
+        self._users[str(container.id)] = spec.user
         return str(container.id)
+
+    def _exec_user(self, cid: str) -> str:
+        """The user every exec in cid runs as: the spec's, never the container's root init."""
+        if cid not in self._users:
+            labels = self._call("exec", self._api.inspect_container, cid)["Config"]["Labels"]
+            user = (labels or {}).get(EXEC_USER_LABEL)
+            if not user:
+                raise RuntimeError_(f"container {cid[:12]} carries no {EXEC_USER_LABEL} label")
+            self._users[cid] = user
+        return self._users[cid]
 
     def start(self, cid: str) -> None:
         self._call("start", self._api.start, cid)
@@ -145,6 +167,7 @@ class DockerRuntime:
         self._paused.add(cid)
 
     def remove(self, cid: str) -> None:
+        self._users.pop(cid, None)
         if cid in self._paused:
             # Removing a frozen container makes some runtimes wait out a stop timeout.
             self._paused.discard(cid)
@@ -206,6 +229,7 @@ class DockerRuntime:
             stderr=capture,
             environment=dict(env or {}),
             workdir=workdir,
+            user=self._exec_user(cid),
         )["Id"]
         if not capture:
             self._call("exec", self._api.exec_start, exec_id, detach=True)
@@ -240,7 +264,13 @@ class DockerRuntime:
 
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
-        settled.wait(timeout=max(deadline_s - (time.monotonic() - t0), 0))
+        while not settled.wait(timeout=min(max(deadline_s - (time.monotonic() - t0), 0), 1.0)):
+            if time.monotonic() - t0 >= deadline_s:
+                break
+            if not self._running(cid):
+                # runsc keeps the stream of a sandbox that stopped open until the deadline
+                # (the reader ends when the container is removed).
+                return self._exec_gone(cid, t0)
         timed_out = not settled.is_set()
         duration = time.monotonic() - t0
         if timed_out or truncated.is_set():
@@ -252,7 +282,10 @@ class DockerRuntime:
         if timed_out or truncated.is_set():
             exit_code = None  # we killed it; some runtimes (runsc) also drop the exec record
         else:
-            exit_code = self._call("exec", self._api.exec_inspect, exec_id).get("ExitCode")
+            record = self._exec_record(exec_id)
+            if record is None:
+                return self._exec_gone(cid, t0)
+            exit_code = record.get("ExitCode")
         return ExecResult(
             exit_code=exit_code if isinstance(exit_code, int) else None,
             stdout=bytes(out[:output_cap]),
@@ -265,13 +298,36 @@ class DockerRuntime:
     def _poll_exec(self, cid: str, exec_id: str, t0: float, deadline_s: float) -> ExecResult:
         delay = 0.01
         while True:
-            info = self._call("exec", self._api.exec_inspect, exec_id)
+            info = self._exec_record(exec_id)
+            if info is None:
+                return self._exec_gone(cid, t0)
             if not info.get("Running") and info.get("ExitCode") is not None:
                 return ExecResult(info["ExitCode"], b"", b"", False, False, time.monotonic() - t0)
             if time.monotonic() - t0 >= deadline_s:
                 return ExecResult(None, b"", b"", True, False, time.monotonic() - t0)
             time.sleep(delay)
             delay = min(delay * 1.5, 0.1)
+
+    def _exec_record(self, exec_id: str) -> dict[str, Any] | None:
+        """The exec's record, or None once the engine has dropped it."""
+        try:
+            return dict(self._call("exec", self._api.exec_inspect, exec_id))
+        except RuntimeError_ as exc:
+            if isinstance(exc.__cause__, docker.errors.NotFound):
+                return None
+            raise
+
+    def _running(self, cid: str) -> bool:
+        state = self._call("exec", self._api.inspect_container, cid).get("State") or {}
+        return bool(state.get("Running"))
+
+    def _exec_gone(self, cid: str, t0: float) -> ExecResult:
+        """The engine lost an exec's record. runsc does so when its whole sandbox stopped (at
+        the memory limit, for one); only a stopped container explains it, and the caller
+        then asks why (`oom_killed`). In a running container it is an engine fault."""
+        if self._running(cid):
+            raise RuntimeError_(f"exec: the engine lost a command in running {cid[:12]}")
+        return ExecResult(None, b"", b"", False, False, time.monotonic() - t0, exited=True)
 
     # -- archives and logs -----------------------------------------------------------------
 
@@ -291,6 +347,9 @@ class DockerRuntime:
         return n
 
     def logs(self, cid: str, cap: int) -> bytes:
+        info = self._call("inspect", self._api.inspect_container, cid)
+        if info["HostConfig"]["LogConfig"]["Type"] == "none":
+            return b""  # what `create` sets: the engine keeps no output to read
         buf = bytearray()
         for chunk in self._api.logs(cid, stream=True, follow=False, stdout=True, stderr=True):
             buf.extend(chunk)

@@ -23,7 +23,9 @@ class GradingScope:
     """Creates containers and temp dirs for one grading and removes them on close.
 
     Removal runs on success, failure, timeout, exception and Ctrl-C: `close` finishes
-    its sweep even if interrupted again, then re-raises the interrupt.
+    its sweep even if interrupted again, then re-raises the interrupt. Temp dirs are removed
+    even when the engine cannot be reached to remove the containers (a restarted engine);
+    the first error is raised after both steps.
     """
 
     def __init__(
@@ -64,14 +66,20 @@ class GradingScope:
 
     def close(self) -> None:
         interrupted: BaseException | None = None
+        failure: Exception | None = None
         for step in (self._remove_containers, self._remove_dirs):
             try:
-                step()
-            except KeyboardInterrupt as exc:  # finish cleaning, then honour the interrupt
-                interrupted = exc
-                step()
+                try:
+                    step()
+                except KeyboardInterrupt as exc:  # finish cleaning, then honour the interrupt
+                    interrupted = exc
+                    step()
+            except Exception as exc:
+                failure = failure or exc
         if interrupted is not None:
             raise interrupted
+        if failure is not None:
+            raise failure
 
     def _remove_containers(self) -> None:
         while self._containers:

@@ -113,6 +113,13 @@ def _verify(
         env=PYTEST_ENV, workdir="/tmp", capture=False,
     )  # fmt: skip
     limits = [f"limit:{c}" for c in reversed(ceilings_hit(rt, cid))]
+    if run.exited:
+        # The container stopped under the tests (gVisor stops its whole sandbox at the memory
+        # limit): a failed verdict when a ceiling explains it, an engine fault otherwise.
+        scope.discard(cid)
+        if not limits:
+            raise RuntimeError_("the test container stopped during the tests at no limit")
+        return [CaseResult(id=i, status="error", duration_s=0.0) for i in ids], limits
     if run.timed_out:
         scope.discard(cid)
         timeouts = [CaseResult(id=i, status="timeout", duration_s=0.0) for i in ids]

@@ -5,12 +5,14 @@ The controller alone fills these fields of the verdict; no container output reac
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from time import monotonic
 
-from assay.errors import UnsafeInputsError
+from assay.errors import AssayError, InternalError, UnsafeInputsError
 
 from ..model.task import Task, vcs_history
 from ..model.verdict import ControllerFacts, Tier, Verdict, error_verdict
@@ -28,6 +30,20 @@ class Source:
     path: Path | None = None
 
 
+@contextmanager
+def contained(grading_id: str) -> Iterator[None]:
+    """The one place where an exception assay did not raise on purpose (an OSError from the
+    host, a bug) becomes an infrastructure error: every tier's grading runs inside it, so
+    `grade` exits 3 rather than 1 (the code for FAILED) with a traceback, and a batch or the
+    proof matrix records the error and goes on."""
+    try:
+        yield
+    except AssayError:
+        raise
+    except Exception as exc:
+        raise InternalError(grading_id, exc) from exc
+
+
 @dataclass
 class Grading:
     rt: Runtime
@@ -41,9 +57,15 @@ class Grading:
     """Container role -> id of the image it ran, for every role this grading used."""
     submission: Submission | None = None
 
-    def scope(self) -> GradingScope:
-        """The grading's scope; every container it creates has its role's image recorded."""
-        return GradingScope(self.rt, self.gid, lambda spec: self.used(spec.role, spec.image))
+    @contextmanager
+    def scope(self) -> Iterator[GradingScope]:
+        """The grading's containers and temp dirs, removed on every exit; each container's role
+        image is recorded; an unexpected exception inside leaves as an InternalError
+        (docs/security.md, "Errors")."""
+        with contained(self.gid), GradingScope(
+            self.rt, self.gid, lambda spec: self.used(spec.role, spec.image)
+        ) as scope:
+            yield scope
 
     def used(self, role: str, image: str) -> None:
         """Record a container of `role` that ran `image` (also one the scope did not create)."""

@@ -6,16 +6,17 @@ normalised archive (and a directory materialised from it).
 
 from __future__ import annotations
 
-import tarfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from assay.errors import UsageError
 
 from ..firewall.check import Accepted, FirewallLimits, Rejected, check
+from ..firewall.dirstream import DirStream
 from ..firewall.materialise import materialise
+from ..firewall.tarnames import Globs
 from ..model.task import Task
 from ..runtime import (
     ArchiveTooLarge,
@@ -118,22 +119,21 @@ def take_from_container(
 
 
 def from_path(scope: GradingScope, task: Task, path: Path) -> Submission | Refused:
-    """Grade a directory or tar produced elsewhere: it crosses the same firewall."""
+    """Grade a directory or tar produced elsewhere: it crosses the same firewall.
+
+    Nothing is packed first: a directory is streamed into the firewall with only its artifacts'
+    data (dirstream), and from a tar only the kept files' data is spooled, so the host writes
+    what is kept and no more (docs/firewall.md, "Host writes")."""
+    limits = firewall_limits(task)
+    globs = task.config.artifacts
     if path.is_dir():
-        buf = scope.tempdir("submission-pack") / "packed.tar"
-        with tarfile.open(buf, "w") as tf:
-            # Links are packed as links (never followed) so the firewall sees and refuses them.
-            for child in sorted(path.iterdir()):
-                tf.add(child, arcname=child.name, recursive=True)
-        source = buf
-    elif path.is_file():
-        source = path
-    else:
-        raise UsageError(f"--submission {path}: no such file or directory")
-    with source.open("rb") as fh:
-        return through_firewall(
-            scope, fh, firewall_limits(task), task.config.artifacts, None, "submission"
-        )
+        with DirStream(path, Globs(globs), limits) as stream:
+            source = cast(BinaryIO, stream)
+            return through_firewall(scope, source, limits, globs, None, "submission")
+    if path.is_file():
+        with path.open("rb") as fh:
+            return through_firewall(scope, fh, limits, globs, None, "submission")
+    raise UsageError(f"--submission {path}: no such file or directory")
 
 
 def agent_spec(

@@ -19,10 +19,20 @@ from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from ..firewall.check import FirewallLimits
+from ..firewall.materialise import read_materialised
 from ..model.strict_json import StrictJSONError, loads_strict
 from ..model.task import Task
 from ..model.verdict import Verdict
-from ..runtime import Bind, ContainerSpec, ExecResult, GradingScope, Limits, Runtime, Scratch
+from ..runtime import (
+    Bind,
+    ContainerSpec,
+    ExecResult,
+    GradingScope,
+    Limits,
+    Runtime,
+    RuntimeError_,
+    Scratch,
+)
 from ..runtime.base import ceilings_hit
 from ..runtime.scope import new_grading_id
 from .controller import Grading, Source
@@ -122,7 +132,7 @@ def transform_outputs(
                 if entry.kind == "dir":
                     add_dir(combined, f"{prefix}/{entry.path}")
                 else:
-                    data = (out.files / entry.path).read_bytes()
+                    data = read_materialised(out.files, entry.path)
                     info = tarfile.TarInfo(f"{prefix}/{entry.path}")
                     info.size, info.mode = len(data), 0o644
                     combined.addfile(info, io.BytesIO(data))
@@ -216,6 +226,9 @@ def grade_strict(
         if run.truncated:
             reasons.append("limit:runner-output")
         reasons.extend(f"limit:{c}" for c in reversed(ceilings_hit(rt, cand)))
+        if run.exited and "limit:memory" not in reasons:
+            # Stopped under the runner by nothing the candidate can reach: an engine fault.
+            raise RuntimeError_("the candidate's container stopped during its run at no limit")
         if task.config.kind == "transform" and not (run.timed_out or run.truncated):
             outputs = transform_outputs(scope, run.stdout, cases, lim.artifact_bytes)
             if isinstance(outputs, Refused):

@@ -1,0 +1,272 @@
+"""Fault injection helpers: a private Docker engine the tests may restart, and a delay proxy.
+
+The shared engine serves other people's tests at the same time, so a fault that hits the
+engine itself (a restart, slow answers) is injected only into a daemon this process starts,
+with its own data root, exec root, pid file and socket, and no networking of its own. Only that
+daemon's process (and the containerd it spawned) is ever signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import docker
+
+
+class PrivateEngine:
+    """A dockerd of our own under a fresh /tmp directory (short: unix socket paths are capped
+    at 108 bytes, and containerd puts its sockets several levels below the exec root)."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="assay-fd.", dir="/tmp"))
+        self.sock = self.root / "docker.sock"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+        self.stop_s = 0.0
+        (self.root / "daemon.json").write_text("{}")  # not the host's /etc/docker/daemon.json
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.sock}"
+
+    def client(self, timeout: int = 30) -> docker.DockerClient:
+        return docker.DockerClient(base_url=self.url, version="auto", timeout=timeout)
+
+    def start(self, timeout_s: float = 60) -> None:
+        r = self.root
+        argv = [
+            "dockerd",
+            f"--config-file={r / 'daemon.json'}",
+            f"--data-root={r / 'data'}",
+            f"--exec-root={r / 'exec'}",
+            f"--pidfile={r / 'dockerd.pid'}",
+            f"--host={self.url}",
+            "--iptables=false",
+            "--ip-masq=false",
+            "--bridge=none",
+            "--storage-driver=overlay2",
+        ]
+        log = (r / "dockerd.log").open("ab")
+        with log:
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            )
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"private dockerd exited: {self.log_tail()}")
+            try:
+                c = self.client(timeout=5)
+                c.ping()
+                c.close()
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"private dockerd did not answer: {self.log_tail()}")
+                time.sleep(0.1)
+
+    def stop(self, timeout_s: float = 10) -> None:
+        """SIGTERM (dockerd stops its containers and unmounts), SIGKILL if it hangs."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+        self.proc = None
+        self._kill_strays()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+        self.restarts += 1
+
+    def load_image(self, image: str) -> float:
+        """Copy an image from the shared engine into ours; returns the seconds it took."""
+        t0 = time.monotonic()
+        save = subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE)
+        load = subprocess.run(
+            ["docker", "-H", self.url, "load", "-q"],
+            stdin=save.stdout,
+            capture_output=True,
+            timeout=300,
+        )
+        if save.stdout is not None:
+            save.stdout.close()
+        if save.wait(timeout=60) != 0 or load.returncode != 0:
+            raise RuntimeError(f"could not copy {image}: {load.stderr.decode(errors='replace')}")
+        return time.monotonic() - t0
+
+    def log_tail(self, n: int = 20) -> str:
+        try:
+            return "\n".join((self.root / "dockerd.log").read_text().splitlines()[-n:])
+        except OSError:
+            return "(no log)"
+
+    def close(self) -> None:
+        """Stop the daemon and remove every trace of it: processes, mounts, directories."""
+        t0 = time.monotonic()
+        try:
+            self.stop(timeout_s=3)
+        finally:
+            self.stop_s = time.monotonic() - t0
+            self._kill_strays()
+            unmount_below(self.root)
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def _kill_strays(self) -> None:
+        # containerd and its shims name our exec root on their command lines; a SIGKILLed
+        # dockerd leaves them running. Nothing else on the host mentions this fresh path.
+        me = str(self.root).encode()
+        for pid in _pids():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if me in cmdline and pid != os.getpid():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def _pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def mounts_below(root: Path) -> list[str]:
+    prefix = str(root).rstrip("/") + "/"
+    found = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].encode().decode("unicode_escape")
+        if point == str(root) or point.startswith(prefix):
+            found.append(point)
+    return found
+
+
+def unmount_below(root: Path) -> None:
+    # Deepest first; lazy, so a mount still in use goes as soon as its last user does.
+    for point in sorted(set(mounts_below(root)), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+
+
+class SmallFs:
+    """A tmpfs of `size` bytes at a fresh directory, for an output directory that fills up."""
+
+    def __init__(self, size: int) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="assay-fullfs.", dir="/tmp"))
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(self.path)],
+            check=True,
+            capture_output=True,
+        )
+
+    def close(self) -> None:
+        unmount_below(self.path)
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+class DelayProxy:
+    """A unix socket that forwards to an engine's socket, holding back the engine's answers.
+
+    Every answer chunk waits `base_s`; the answer to an exec start (the stream a grading's
+    deadline watches) waits `stall_s` more with probability `p_stall`, drawn from a seeded RNG
+    so a run can be repeated."""
+
+    def __init__(
+        self, upstream: Path, base_s: float, stall_s: float, p_stall: float, seed: int
+    ) -> None:
+        self.upstream = str(upstream)
+        self.path = Path(tempfile.mkdtemp(prefix="assay-px.", dir="/tmp")) / "docker.sock"
+        self.base_s, self.stall_s, self.p_stall = base_s, stall_s, p_stall
+        self._rng = random.Random(seed)
+        self._rng_lock = threading.Lock()
+        self.stalls = 0
+        self.exec_starts = 0
+        self._socks: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(str(self.path))
+        self._server.listen(64)
+        self._closed = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.path}"
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            engine = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                engine.connect(self.upstream)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._socks += [client, engine]
+            stall = threading.Event()  # set when this connection's next answer must stall
+            threading.Thread(target=self._up, args=(client, engine, stall), daemon=True).start()
+            threading.Thread(target=self._down, args=(engine, client, stall), daemon=True).start()
+
+    def _up(self, src: socket.socket, dst: socket.socket, stall: threading.Event) -> None:
+        self._pump(src, dst, lambda chunk: self._note_request(chunk, stall))
+
+    def _down(self, src: socket.socket, dst: socket.socket, stall: threading.Event) -> None:
+        def hold(_chunk: bytes) -> None:
+            delay = self.base_s
+            if stall.is_set():
+                stall.clear()
+                delay += self.stall_s
+            if delay:
+                time.sleep(delay)
+
+        self._pump(src, dst, hold)
+
+    def _note_request(self, chunk: bytes, stall: threading.Event) -> None:
+        if chunk.startswith(b"POST ") and b"/exec/" in chunk.split(b"\r\n", 1)[0][:200]:
+            if chunk.split(b" ", 2)[1].endswith(b"/start"):
+                with self._rng_lock:
+                    self.exec_starts += 1
+                    hit = self._rng.random() < self.p_stall
+                    self.stalls += hit
+                if hit:
+                    stall.set()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, each: Callable[[bytes], None]) -> None:
+        try:
+            while chunk := src.recv(65536):
+                each(chunk)
+                dst.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self._closed.set()
+        with contextlib.suppress(OSError):
+            self._server.close()
+        with self._lock:
+            for s in self._socks:
+                with contextlib.suppress(OSError):
+                    s.close()
+        shutil.rmtree(self.path.parent, ignore_errors=True)

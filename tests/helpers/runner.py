@@ -1,0 +1,56 @@
+"""Run the real in-container runner on a candidate, in a real container, as the strict tier
+does (its container spec and argv), and return the runner's per-case results."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from assay._internal.model.task import load_task
+from assay._internal.runtime.docker import DockerRuntime
+from assay._internal.runtime.scope import GradingScope
+from assay._internal.tiers.strict import candidate_spec, runner_argv
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def docker_rt(oci: str) -> DockerRuntime:
+    return DockerRuntime(oci_runtime=None if oci == "runc" else oci)
+
+
+def run_function(
+    rt: DockerRuntime,
+    image: str,
+    tmp: Path,
+    solution: str,
+    inputs: list[Any],
+    *,
+    cid_out: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Call `solution:solve` once per input through /assay/runner.py; each result carries
+    `value` (the decoded return value, or None) next to the runner's own fields."""
+    task = load_task(ROOT / "tests" / "tasks" / "carry")
+    files, ins = tmp / "files", tmp / "inputs"
+    for d in (files, ins):
+        d.mkdir()
+        d.chmod(0o755)
+    (files / "solution.py").write_text(solution)
+    cases = [{"id": f"c{i}", "input": [x]} for i, x in enumerate(inputs)]
+    (ins / "cases.json").write_text(json.dumps(cases))
+    for f in (files / "solution.py", ins / "cases.json"):
+        f.chmod(0o644)
+    gid = "hardening-" + uuid.uuid4().hex[:12]
+    with GradingScope(rt, gid) as scope:
+        cid = scope.container(candidate_spec(task, image, gid, files, ins))
+        if cid_out is not None:
+            cid_out.append(cid)
+        run = rt.exec(cid, runner_argv(task), deadline_s=120, output_cap=1 << 20)
+    assert run.exit_code == 0, (run.exit_code, run.stderr[-2000:])
+    out = json.loads(run.stdout)["cases"]
+    for c in out:
+        raw = base64.b64decode(c["output_b64"])
+        c["value"] = json.loads(raw) if raw else None
+    return list(out)

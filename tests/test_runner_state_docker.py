@@ -1,0 +1,126 @@
+"""Nothing carries from one case to the next (issue 10, finding 5), on real containers.
+
+A candidate plants state in every place it can write (a file in /dev/shm, a message queue in
+/dev/mqueue, a mode-000 directory and a mode-000 file in /tmp) and a later case looks for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from e2e import TASKS, assay, write_solution
+from helpers.runner import docker_rt, run_function
+
+pytestmark = pytest.mark.docker
+
+PLANT_AND_PROBE = r"""
+import ctypes, os
+SECRET = b"7d1e5c0a9b"
+def mqueue():
+    rt = ctypes.CDLL("librt.so.1", use_errno=True)
+    return rt.mq_open(b"/carry", os.O_CREAT | os.O_RDWR, 0o600, None)
+def solve(mode):
+    if mode == "plant":
+        with open("/dev/shm/carry", "wb") as fh:
+            fh.write(SECRET)
+        os.makedirs("/tmp/locked/inner")
+        with open("/tmp/locked/inner/carry", "wb") as fh:
+            fh.write(SECRET)
+        os.chmod("/tmp/locked/inner", 0)
+        os.chmod("/tmp/locked", 0)
+        with open("/tmp/carry-000", "wb") as fh:
+            fh.write(SECRET)
+        os.chmod("/tmp/carry-000", 0)
+        return {"mqueue": os.path.isdir("/dev/mqueue") and mqueue() >= 0}
+    places = ("/tmp", "/dev/shm", "/dev/mqueue")
+    seen = {d: sorted(os.listdir(d)) for d in places if os.path.isdir(d)}
+    try:
+        os.chmod("/tmp/locked", 0o700)
+        os.chmod("/tmp/locked/inner", 0o700)
+        seen["locked"] = open("/tmp/locked/inner/carry", "rb").read().decode()
+    except OSError:
+        seen["locked"] = None
+    return seen
+"""
+
+
+@pytest.mark.parametrize("oci", ["runc", "runsc"])
+def test_no_case_sees_what_an_earlier_case_planted(
+    oci: str, base_image: str, tmp_path: Path
+) -> None:
+    plant, probe, probe_again = run_function(
+        docker_rt(oci), base_image, tmp_path, PLANT_AND_PROBE, ["plant", "probe", "probe"]
+    )
+    assert plant["status"] == "ok", plant
+    if oci == "runc":  # gVisor (this runsc) has no /dev/mqueue to plant in
+        assert plant["value"] == {"mqueue": True}, plant
+    for seen in (probe, probe_again):
+        assert seen["status"] == "ok", seen
+        assert seen["value"]["locked"] is None, seen
+        for place in ("/tmp", "/dev/shm", "/dev/mqueue"):
+            assert seen["value"].get(place, []) == [], (place, seen)
+
+
+# A directory chain deeper than the runner's clean-up can walk (Python's recursion limit):
+# the case, and every later one, must fail with a named reason, never run on what is left.
+TOO_DEEP = r"""
+import os
+def solve(mode):
+    if mode == "plant":
+        os.chdir("/tmp")
+        for _ in range(3000):
+            os.mkdir("d")
+            os.chdir("d")
+        with open("carry", "w") as fh:
+            fh.write("7d1e5c0a9b")
+    return mode
+"""
+
+
+def test_state_that_cannot_be_emptied_fails_every_later_case(
+    base_image: str, tmp_path: Path
+) -> None:
+    cases = run_function(docker_rt("runc"), base_image, tmp_path, TOO_DEEP, ["plant", "probe"])
+    assert [c["status"] for c in cases] == ["residue", "residue"], cases
+    assert cases[0]["limit"] == "/tmp" and cases[1]["value"] is None, cases
+
+
+STORE_IN_SHM = """
+import os
+def solve(x):
+    if x.startswith("store:"):
+        with open("/dev/shm/carry", "w") as fh:
+            fh.write(x[6:])
+        return "ok"
+    with open("/dev/shm/carry") as fh:
+        return fh.read()
+"""
+
+STORE_BEHIND_MODE_000 = """
+import os
+def solve(x):
+    if x.startswith("store:"):
+        os.makedirs("/tmp/vault")
+        with open("/tmp/vault/carry", "w") as fh:
+            fh.write(x[6:])
+        os.chmod("/tmp/vault", 0)
+        return "ok"
+    os.chmod("/tmp/vault", 0o700)
+    with open("/tmp/vault/carry") as fh:
+        return fh.read()
+"""
+
+
+@pytest.mark.parametrize(
+    "solution", [STORE_IN_SHM, STORE_BEHIND_MODE_000], ids=["dev-shm", "mode-000-dir"]
+)
+def test_carried_state_cannot_pass_a_recall_case(solution: str, tmp_path: Path) -> None:
+    """tests/tasks/carry's second case expects a secret only the first case was given."""
+    sub = write_solution(tmp_path, "solution.py", solution)
+    g = assay("grade", str(TASKS / "carry"), "--submission", str(sub), tmp=tmp_path)
+    assert g.exit_code == 1, g.stderr
+    assert g.verdict is not None and not g.verdict["passed"]
+    by_id = {c["id"]: c["status"] for c in g.verdict["cases"]}
+    assert by_id == {"store": "pass", "recall": "error"}, (by_id, g.reasons)
+    assert "candidate:crash" in g.reasons, g.reasons
