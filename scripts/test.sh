@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up (scripts/setup.sh), then run every check: ruff, mypy, the whole pytest suite (Docker
-# tests included), and finally assert that nothing labelled assay.grading was left behind.
+# tests included), the mutation gate (scripts/mutation_gate.py), the proof matrix, and finally
+# assert that nothing labelled assay.grading was left behind.
 #
 #   bash scripts/test.sh [extra pytest args...]
 #
@@ -53,6 +54,9 @@ case "$rc" in
     5) failed+=("pytest (no tests ran)") ;;
     *) failed+=("pytest (exit $rc)") ;;
 esac
+
+step "mutation gate (each named protection removed in a copy: its tests must fail)"
+"$BIN/python" scripts/mutation_gate.py </dev/null || failed+=("mutation gate")
 
 step "proof matrix (docs/matrix.md must match a fresh run)"
 matrix_out="$(mktemp -d /tmp/assay-matrix.XXXXXX)"

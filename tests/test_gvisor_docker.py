@@ -81,3 +81,18 @@ def test_memory_bomb_on_gvisor_compat_fails_naming_the_limit(tmp_path: Path) -> 
                      grading_id=gid)  # fmt: skip
     assert rt.leftovers(gid) == []
     assert not v.passed and "limit:memory" in v.reason_codes, v.reason_codes
+
+
+def test_agent_memory_bomb_on_gvisor_names_the_limit(tmp_path: Path) -> None:
+    """Under runsc the agent's whole sandbox stops at its memory limit, so there is nothing to
+    freeze: that is `limit:agent-memory`, not `limit:agent-freeze` or an infrastructure error."""
+    cmd = (
+        "echo 'def solve(x): return x' > solution.py; "
+        "python3 -c \"h=[]\nwhile True: h.append(b'x'*(100<<20))\""
+    )
+    g = assay(
+        "grade", str(TASKS / "limits"), "--runtime", "runsc", "--agent-cmd", cmd, tmp=tmp_path
+    )
+    assert g.exit_code == 1, g.stderr
+    assert g.verdict is not None and not g.verdict["passed"]
+    assert "limit:agent-memory" in g.reasons, g.reasons

@@ -80,3 +80,19 @@ def test_the_cli_fails_on_a_wrong_expectation_and_writes_json(tmp_path: Path) ->
         }
     ]
     assert rows[0]["reason"].startswith("junit:")
+
+
+def test_json_nan_comparator_is_blocked_on_t3() -> None:
+    """The attack for which only the judge's strict JSON parse stands between NaN and a pass
+    (scripts/mutation_gate.py, judge-lenient-json, turns this row into an exploit)."""
+    attack = load_attack(ROOT / "corpus" / "json-nan-comparator")
+    rows = run_matrix(
+        [attack],
+        ["t3"],
+        runtime_factory=DockerRuntime,
+        image=IMAGE,
+        examples=ROOT / "examples",
+        jobs=1,
+        controls=(),
+    )
+    assert [(r.observed, r.reason) for r in rows] == [("blocked", "candidate:invalid-output")]

@@ -15,6 +15,7 @@ import pytest
 from e2e import EXAMPLES
 
 from assay._internal.model.task import load_task
+from assay._internal.runtime import RuntimeError_
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
 from assay._internal.tiers.judgepool import RESET_ARGV, JudgePool
 from assay._internal.tiers.strict import Source, grade_strict
@@ -78,7 +79,6 @@ def test_honest_script_passes() -> None:
 @pytest.mark.parametrize(
     ("prepare", "reason"),
     [
-        ((1, INPUTS), "judge:prepare-failed"),
         ((0, b"not json"), "judge:invalid-inputs"),
         ((0, b'{"a": 1, "a": 2}'), "judge:invalid-inputs"),
     ],
@@ -88,6 +88,45 @@ def test_broken_prepare_is_an_error_verdict(prepare: tuple[int, bytes], reason: 
     _, v = run(script)
     assert not v.passed and reason in v.reason_codes  # type: ignore[attr-defined]
     assert "runner" not in script.calls
+
+
+def test_failed_prepare_is_an_infrastructure_error_not_a_fail() -> None:
+    # Prepare runs before any candidate output exists, so its failure is never the submission's
+    # doing: a signed fail here would cost a correct submission its pass (fault table,
+    # docs/security.md), and resume would keep it.
+    script = Script(prepare=(1, INPUTS))
+    rt = FakeRuntime(programs={"python3": script})
+    with pytest.raises(RuntimeError_, match="prepare step failed"):
+        grade_strict(rt, TASK, Source(path=SOLUTION), "img")
+    assert rt.leftovers() == []
+    assert "runner" not in script.calls
+
+
+class KilledJudge(Script):
+    """The judge's container is killed from outside while it compares."""
+
+    def __call__(
+        self, c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
+    ) -> tuple[int, bytes, bytes]:
+        res = super().__call__(c, argv, env)
+        if self.calls[-1:] == ["compare"]:
+            c.state = "exited"
+            return 137, b"", b""
+        return res
+
+
+def test_judge_stopped_during_compare_is_an_infrastructure_error() -> None:
+    rt = FakeRuntime(programs={"python3": KilledJudge()})
+    with pytest.raises(RuntimeError_, match="stopped during compare"):
+        grade_strict(rt, TASK, Source(path=SOLUTION), "img")
+    assert rt.leftovers() == []
+
+
+def test_judge_that_fails_while_running_is_a_fail_not_an_error() -> None:
+    # The control for the test above: a judge still running that exits non-zero may have
+    # choked on the candidate's bytes, so it stays a signed fail, never a pass or a retry.
+    _, v = run(Script(compare=(1, report())))
+    assert not v.passed and "judge:compare-failed" in v.reason_codes  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(

@@ -68,11 +68,12 @@ def test_runner_starts_only_after_the_inputs_exist(tmp_path: Path) -> None:
     assert rt.leftovers() == []
 
 
-def test_failed_prepare_fails_and_removes_the_started_candidate(tmp_path: Path) -> None:
+def test_failed_prepare_is_no_verdict_and_removes_the_started_candidate(tmp_path: Path) -> None:
+    # No candidate output exists when prepare runs: a signed fail would blame the submission.
     judge = Judge(prepare_exit=1)
     rt = FakeRuntime({"python3": judge})
-    v = grade_strict(rt, load_task(ADD), _source(tmp_path), "img")
-    assert not v.passed and "judge:prepare-failed" in v.reason_codes
+    with pytest.raises(RuntimeError_, match="prepare step failed"):
+        grade_strict(rt, load_task(ADD), _source(tmp_path), "img")
     assert judge.runner_saw_inputs == []  # the candidate never ran
     assert rt.leftovers() == []
 

@@ -187,6 +187,13 @@ def test_round_trips_through_json() -> None:
     assert Verdict.model_validate(json.loads(v.model_dump_json())) == v
 
 
+def test_model_rejects_a_pass_with_fewer_cases_than_expected() -> None:
+    # The score agrees with the two cases present, so only the case count can refuse this pass.
+    two = _dump()["cases"][:2]
+    with pytest.raises(ValidationError, match="passed=True contradicts"):
+        Verdict.model_validate(_dump(cases=two, score=2 / 3))
+
+
 @given(
     statuses=st.lists(st.sampled_from(["pass", "fail", "error", "timeout", "limit"]), max_size=8),
     expected=st.integers(min_value=-2, max_value=10),

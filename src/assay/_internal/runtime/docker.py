@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import wraps
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ParamSpec, TypeVar
 
 import docker
 import docker.errors
@@ -44,6 +45,31 @@ def connect(timeout: int = 60, max_pool_size: int = 10) -> Any:
             f"no Docker engine answers ({type(exc).__name__})", fix=START_DOCKER_FIX
         ) from exc
     return client
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _engine_loss(what: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """A lost connection in a method that talks to the engine outside `_call` is still
+    `EngineUnavailableError`, so a batch stops at the first one instead of recording every
+    remaining job as an internal error (the dockerd-restart fault, docs/security.md)."""
+
+    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        @wraps(fn)
+        def inner(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return fn(*args, **kwargs)
+            except requests.exceptions.RequestException as exc:
+                raise EngineUnavailableError(
+                    f"{what}: lost the Docker engine ({type(exc).__name__})",
+                    fix=START_DOCKER_FIX,
+                ) from exc
+
+        return inner
+
+    return wrap
 
 
 class DockerRuntime:
@@ -147,6 +173,7 @@ class DockerRuntime:
     def start(self, cid: str) -> None:
         self._call("start", self._api.start, cid)
 
+    @_engine_loss("kill")
     def kill(self, cid: str) -> None:
         try:
             self._api.kill(cid)
@@ -166,6 +193,7 @@ class DockerRuntime:
                 time.sleep(0.1 * (attempt + 1))
         self._paused.add(cid)
 
+    @_engine_loss("remove")
     def remove(self, cid: str) -> None:
         self._users.pop(cid, None)
         if cid in self._paused:
@@ -346,6 +374,7 @@ class DockerRuntime:
             sink.write(chunk)
         return n
 
+    @_engine_loss("logs")
     def logs(self, cid: str, cap: int) -> bytes:
         info = self._call("inspect", self._api.inspect_container, cid)
         if info["HostConfig"]["LogConfig"]["Type"] == "none":
@@ -390,6 +419,7 @@ class DockerRuntime:
     def _filters(self, grading_id: str | None) -> dict[str, str]:
         return {"label": f"{LABEL}={grading_id}" if grading_id else LABEL}
 
+    @_engine_loss("sweep")
     def sweep(self, grading_id: str | None = None) -> int:
         """Remove everything labelled for the grading; one stuck object does not stop the rest,
         and every failure is reported together at the end."""
@@ -427,11 +457,13 @@ class DockerRuntime:
                     raise RuntimeError_(f"could not remove volume {name[:12]}: {exc}") from exc
                 time.sleep(0.1)
 
+    @_engine_loss("gradings")
     def gradings(self) -> set[str]:
         items = self._api.containers(all=True, filters=self._filters(None))
         items += self._api.volumes(filters=self._filters(None)).get("Volumes") or []
         return {gid for item in items if (gid := (item.get("Labels") or {}).get(LABEL))}
 
+    @_engine_loss("orphans")
     def orphans(self) -> set[str]:
         """Grading ids whose every labelled container or volume belongs to a dead controller."""
         found: dict[str, bool] = {}
@@ -445,6 +477,7 @@ class DockerRuntime:
                 found[gid] = found.get(gid, True) and dead is True
         return {gid for gid, dead in found.items() if dead}
 
+    @_engine_loss("leftovers")
     def leftovers(self, grading_id: str | None = None) -> list[str]:
         f = self._filters(grading_id)
         names = [f"container:{c['Id'][:12]}" for c in self._api.containers(all=True, filters=f)]

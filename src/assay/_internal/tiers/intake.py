@@ -179,6 +179,14 @@ def run_agent(
     )
     run = AgentRun(res.exit_code, res.timed_out, res.duration_s)
     events = rt.limit_events(cid)
+    if res.exited:
+        # The whole sandbox stopped under the agent (runsc does at its memory limit): there is
+        # nothing to freeze or read, and only a limit the agent hit can be blamed on it.
+        oom = rt.oom_killed(cid) or events.get("memory", 0) > 0
+        scope.discard(cid)
+        if not oom:
+            raise RuntimeError_("the agent's container stopped during its run at no limit")
+        return Refused("limit:agent-memory", WORKSPACE, "the agent hit its memory limit"), run
     try:
         rt.pause(cid)
     except RuntimeError_:

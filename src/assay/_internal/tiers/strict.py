@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 MAX_INPUTS_BYTES = 16 << 20
 PHASE_SLACK_S = 30.0
+JUDGE_STOPPED_PROBE_S = 2.0
 
 
 def candidate_spec(task: Task, image: str, gid: str, files: Path, inputs: Path) -> ContainerSpec:
@@ -202,7 +203,11 @@ def grade_strict(
                 g.lap("candidate_start", t0)
         judge, prep, handoff = judge_job.result()
         if prep.exit_code != 0:
-            return g.fail("judge:prepare-failed")
+            # No candidate output exists yet, so nothing the submission did can explain this: it
+            # is a broken task or engine, never a verdict on the submission (no signed fail).
+            raise RuntimeError_(
+                f"the judge's prepare step failed ({_how(prep)}): {_tail(prep.stderr)}"
+            )
         try:
             cases = loads_strict(prep.stdout, max_bytes=MAX_INPUTS_BYTES)
             n_cases = len(cases)
@@ -249,8 +254,23 @@ def grade_strict(
             g.lap("judge_compare", t0)
         removal.result()
         if cmp.exit_code != 0:
+            if cmp.exited or rt.wait(judge, JUDGE_STOPPED_PROBE_S) is not None:
+                # The judge's container itself stopped (killed from outside, engine fault):
+                # candidate bytes cannot stop it, so this is no verdict rather than a fail.
+                raise RuntimeError_("the judge's container stopped during compare")
+            # A judge that ran and failed may have choked on the candidate's bytes: fail safe.
             return g.fail("judge:compare-failed")
         verdict = verdict_from_judge(g.facts(), cmp.stdout, n_cases, reasons)
         if judges is not None and INVALID_OUTPUT not in verdict.reason_codes:
             judges.release(g.gid)  # only a judge that behaved to the end serves again
         return verdict
+
+
+def _how(res: ExecResult) -> str:
+    return "timed out" if res.timed_out else f"exit {res.exit_code}"
+
+
+def _tail(stderr: bytes, cap: int = 400) -> str:
+    """The end of trusted judge stderr, one escaped line, for the infrastructure error."""
+    text = stderr[-cap:].decode("utf-8", "replace").strip()
+    return text.encode("unicode_escape").decode("ascii") or "(no output)"

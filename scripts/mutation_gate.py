@@ -1,0 +1,541 @@
+#!/usr/bin/env python3
+"""Mutation gate: remove one security protection at a time and require its tests to fail.
+
+Each entry of MUTATIONS names a protection, the exact source text that implements it, what to
+put in its place, and the tests that claim it. For each mutation the gate copies the repository
+(tracked and untracked, not ignored files) into a temp dir, applies that one edit there, puts
+the copy's src/ first on PYTHONPATH and runs the claiming tests in the copy. The mutation must be
+KILLED: pytest exits 1 (a test ran and failed). Anything else fails the gate: SURVIVED (the
+tests stayed green without the protection), ERROR (collection error, timeout, no tests), or
+MISSING (a claiming test file does not exist). Before any mutation runs, the claiming tests of
+every selected mutation must pass on an unmutated copy, so that a kill means the protection.
+
+The working tree is never edited; copies are removed on every exit, Ctrl-C included.
+
+    python scripts/mutation_gate.py                 # every mutation (the test.sh step)
+    python scripts/mutation_gate.py --list
+    python scripts/mutation_gate.py --only judge-exact-bool-int --only judge-lenient-json
+
+Adding one: see docs/security.md ("Mutation gate").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HARDENING = "tests/test_hardening_docker.py"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    removes: str  # the protection, in one line
+    file: str  # relative to the repository root
+    old: str  # must occur exactly once in `file`
+    new: str
+    tests: tuple[str, ...]  # pytest node ids or files, relative to the repository root
+    pending: str = ""  # why the claiming tests may be missing on this branch (still a failure)
+
+
+FC = "tests/test_firewall_corpus.py::test_hostile_archive_is_rejected_by_its_rule"
+JI = "tests/test_judge_incontainer.py"
+
+MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        "firewall-nfkc-dot-dot",
+        "the firewall's '..' check after NFKC normalisation",
+        "src/assay/_internal/firewall/tarnames.py",
+        'if compat == "..":',
+        "if False:",
+        (f"{FC}[fullwidth-dot-dot]",),
+    ),
+    Mutation(
+        "firewall-type-rule",
+        "the firewall's refusal of links, devices and FIFOs among kept members",
+        "src/assay/_internal/firewall/check.py",
+        'if member.kind != "file":\n        rule, detail = _TYPE_RULES[member.kind]',
+        "if False:\n        rule, detail = _TYPE_RULES[member.kind]",
+        (
+            f"{FC}[symlink-to-host-file]",
+            f"{FC}[hardlink-to-etc-passwd]",
+            f"{FC}[char-device]",
+            f"{FC}[fifo]",
+        ),
+    ),
+    Mutation(
+        "firewall-absolute-path",
+        "the firewall's refusal of absolute member names",
+        "src/assay/_internal/firewall/tarnames.py",
+        'if name.startswith("/"):',
+        "if False:",
+        (f"{FC}[absolute-etc-passwd]",),
+    ),
+    Mutation(
+        "firewall-file-size-cap",
+        "the firewall's per-file byte cap",
+        "src/assay/_internal/firewall/check.py",
+        "if member.size > limits.max_file_bytes:",
+        "if False:",
+        (f"{FC}[declared-4gib-file]",),
+    ),
+    Mutation(
+        "firewall-total-size-cap",
+        "the firewall's cap on the kept files' total bytes",
+        "src/assay/_internal/firewall/check.py",
+        "if plan.total > limits.max_total_bytes:",
+        "if False:",
+        (f"{FC}[total-size]",),
+    ),
+    Mutation(
+        "junit-skip-is-not-a-pass",
+        "T2's JUnit accounting of a skipped test as a failure",
+        "src/assay/_internal/tiers/junit.py",
+        '    if not results:\n        return CaseOutcome(node_id, "pass", duration)',
+        '    if not results or results[0] == "skipped":\n'
+        '        return CaseOutcome(node_id, "pass", duration)',
+        ("tests/test_junit.py::test_real_mixed_report_maps_each_outcome",),
+    ),
+    Mutation(
+        "junit-missing-test",
+        "T2's failure of an expected test that is absent from the report",
+        "src/assay/_internal/tiers/junit.py",
+        '    if not found:\n        return _fail(node_id, "error", 0.0, MISSING, reasons)',
+        '    if not found:\n        return CaseOutcome(node_id, "pass", 0.0)',
+        ("tests/test_junit.py::test_real_report_missing_an_expected_test_fails",),
+    ),
+    Mutation(
+        "verdict-expected-count",
+        "a verdict passes only with exactly the expected number of cases",
+        "src/assay/_internal/model/verdict.py",
+        "and len(cases) == expected_case_count",
+        "",
+        ("tests/test_verdict.py::test_model_rejects_a_pass_with_fewer_cases_than_expected",),
+    ),
+    Mutation(
+        "verdict-extra-forbid",
+        "the verdict model's refusal of unknown fields",
+        "src/assay/_internal/model/verdict.py",
+        '_STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)',
+        '_STRICT = ConfigDict(strict=True, extra="ignore", frozen=True)',
+        (
+            "tests/test_verdict.py::test_model_rejects",
+            "tests/test_judge_report.py::test_judge_cannot_set_controller_owned_fields",
+        ),
+    ),
+    Mutation(
+        "signature-check",
+        "the Ed25519 signature check of a verdict envelope",
+        "src/assay/_internal/signing/sign.py",
+        "            public_key.verify(signature, signed)\n            return",
+        "            return",
+        (
+            "tests/test_signing.py::test_every_flipped_bit_in_the_signature_is_rejected",
+            "tests/test_signing.py::test_other_key_claiming_our_keyid",
+        ),
+    ),
+    Mutation(
+        "controller-duplicate-keys",
+        "the controller's refusal of duplicate JSON keys (strict_json.py)",
+        "src/assay/_internal/model/strict_json.py",
+        "        if key in obj:\n            raise StrictJSONError",
+        "        if False:\n            raise StrictJSONError",
+        (
+            "tests/test_judge_report.py::test_bad_report_is_rejected_specifically",
+            "tests/test_signing.py::test_duplicate_key_in_the_signed_payload",
+        ),
+    ),
+    Mutation(
+        "judge-lenient-json",
+        "the in-container judge's strict JSON parse (duplicate keys, NaN/Infinity, depth)",
+        "src/assay/_incontainer/judge.py",
+        "value = json.loads(text, object_pairs_hook=_no_dupes, parse_constant=_no_constants)",
+        "return json.loads(text)",
+        (
+            f"{JI}::test_parse_json_refuses_what_strict_json_does_not_allow",
+            f"{JI}::test_nan_never_reaches_a_comparator_that_trusts_finite_numbers",
+            f"{JI}::test_duplicate_keys_in_a_case_output_are_an_error_not_last_wins",
+            "tests/test_matrix_docker.py::test_json_nan_comparator_is_blocked_on_t3",
+        ),
+    ),
+    Mutation(
+        "judge-exact-bool-int",
+        "`exact` keeping bool apart from int and float",
+        "src/assay/_incontainer/judge.py",
+        "            if isinstance(expected, bool) or isinstance(actual, bool):\n"
+        "                return False\n"
+        "            return expected == actual",
+        "            return expected == actual",
+        (
+            f"{JI}::test_exact_keeps_bool_apart_from_numbers",
+            f"{JI}::test_exact_compare_fails_true_for_one",
+        ),
+    ),
+    Mutation(
+        "judge-custom-is-true",
+        "a custom comparator passes a case only by returning a real True",
+        "src/assay/_incontainer/judge.py",
+        "ok = custom(exp, actual) is True",
+        "ok = bool(custom(exp, actual))",
+        (f"{JI}::test_custom_comparator_passes_only_on_a_real_true",),
+    ),
+    Mutation(
+        "vcs-history-refusal",
+        "T2/T3 refusing to run the agent on inputs that hold version-control history",
+        "src/assay/_internal/tiers/controller.py",
+        "if leaks := vcs_history(self.task.inputs_dir):",
+        "if leaks := []:",
+        ("tests/test_task.py::test_hardened_tiers_refuse_to_run_an_agent_on_vcs_history",),
+    ),
+    Mutation(
+        "docker-read-only-root",
+        "the read-only root file system of every hardened container",
+        "src/assay/_internal/runtime/docker.py",
+        "                    read_only=True,",
+        "                    read_only=False,",
+        (
+            "tests/test_runtime_conformance.py::test_docker_conforms"
+            "[check_root_is_read_only_scratch_is_writable]",
+            "tests/test_runtime_conformance.py::test_docker_conforms"
+            "[check_put_archive_refused_on_read_only_root]",
+        ),
+    ),
+    Mutation(
+        "docker-network-none",
+        "no network for every hardened container",
+        "src/assay/_internal/runtime/docker.py",
+        '                    network_mode="none",',
+        '                    network_mode="bridge",',
+        ("tests/test_network_docker.py",),
+    ),
+    Mutation(
+        "docker-cap-drop",
+        "dropping every capability in every hardened container",
+        "src/assay/_internal/runtime/docker.py",
+        '                    cap_drop=["ALL"],\n',
+        "",
+        (
+            f"{HARDENING}::test_host_config_drops_caps_and_new_privileges[runc]",
+            f"{HARDENING}::test_candidate_process_has_no_capabilities[runc]",
+        ),
+    ),
+    Mutation(
+        "docker-no-new-privileges",
+        "no-new-privileges in every hardened container (the image ships setuid-root binaries)",
+        "src/assay/_internal/runtime/docker.py",
+        '                    security_opt=["no-new-privileges"],\n',
+        "",
+        (
+            f"{HARDENING}::test_host_config_drops_caps_and_new_privileges[runc]",
+            f"{HARDENING}::test_candidate_process_has_no_capabilities[runc]",
+        ),
+    ),
+    Mutation(
+        "docker-log-driver-none",
+        "no container's output reaching the engine's log driver (host CPU outside the quota)",
+        "src/assay/_internal/runtime/docker.py",
+        '"log_config": LogConfig(type="none"),',
+        '"log_config": LogConfig(type="json-file"),',
+        (f"{HARDENING}::test_candidate_output_never_reaches_the_engine_log[runc]",),
+    ),
+    Mutation(
+        "runner-between-case-cleanup",
+        "the runner emptying every writable place between cases",
+        "src/assay/_incontainer/runner.py",
+        "dirty = [place for place in places if not empty_dir(place)]",
+        "dirty = [place for place in places if False]",
+        (
+            "tests/test_runner_state_docker.py::test_no_case_sees_what_an_earlier_case_planted[runc]",
+        ),
+    ),
+    Mutation(
+        "runner-non-dumpable",
+        "the runner making itself non-dumpable before any candidate code runs",
+        "src/assay/_incontainer/runner.py",
+        "    make_non_dumpable()\n",
+        "",
+        (f"{HARDENING}::test_candidate_cannot_reach_the_runner_through_proc[runc]",),
+    ),
+)
+
+
+# -- running ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    name: str
+    result: str  # KILLED, SURVIVED, ERROR, MISSING, PASSED (baseline only)
+    seconds: float
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.result in ("KILLED", "PASSED")
+
+
+class GateError(Exception):
+    """The gate cannot be trusted as configured (an edit that no longer applies, ...)."""
+
+
+class Runner:
+    """Starts pytest in copies; remembers each live process group so Ctrl-C can stop them."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.stopping = threading.Event()
+        self._live: dict[int, subprocess.Popen[str]] = {}
+        self._lock = threading.Lock()
+
+    def pytest(self, copy: Path, tests: Sequence[str], extra: Sequence[str]) -> tuple[int, str]:
+        env = dict(os.environ)
+        env.pop("ASSAY_NO_DOCKER", None)  # a docker claim must run, not skip
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(copy / "src"), *filter(None, [env.get("PYTHONPATH")])]
+        )
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, *tests]
+        if self.stopping.is_set():
+            return -1, "interrupted"
+        proc = subprocess.Popen(
+            argv,
+            cwd=copy,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,  # its own process group: stopped as one, never by name
+        )
+        with self._lock:
+            self._live[proc.pid] = proc
+        try:
+            out, _ = proc.communicate(timeout=self.timeout)
+            return proc.returncode, out
+        except subprocess.TimeoutExpired:
+            self._stop([proc])
+            out, _ = proc.communicate()
+            return -1, f"timed out after {self.timeout:.0f} s\n{out}"
+        except BaseException:  # Ctrl-C while this thread waits: stop the run before its copy goes
+            self._stop([proc])
+            raise
+        finally:
+            with self._lock:
+                self._live.pop(proc.pid, None)
+
+    def stop_all(self) -> None:
+        self.stopping.set()
+        with self._lock:
+            procs = list(self._live.values())
+        self._stop(procs)
+
+    @staticmethod
+    def _stop(procs: Sequence[subprocess.Popen[str]]) -> None:
+        # SIGINT first so pytest's fixtures remove the containers they made; then SIGKILL.
+        for sig, grace in ((signal.SIGINT, 60.0), (signal.SIGKILL, 10.0)):
+            left = [p for p in procs if p.poll() is None]
+            for p in left:
+                try:
+                    os.killpg(p.pid, sig)  # the group this gate started, by its id
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + grace
+            for p in left:
+                try:
+                    p.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
+
+
+def repo_files() -> list[str]:
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    return [f for f in out.decode().split("\0") if f and (ROOT / f).is_file()]
+
+
+def make_copy(files: Sequence[str], dest: Path) -> None:
+    for rel in files:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, target)
+
+
+def test_path(node: str) -> str:
+    return node.split("::", 1)[0]
+
+
+def check_config(muts: Sequence[Mutation]) -> None:
+    """Fail loudly before running anything if a mutation no longer applies as written."""
+    names = [m.name for m in MUTATIONS]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise GateError(f"duplicate mutation names: {', '.join(dupes)}")
+    for m in muts:
+        path = ROOT / m.file
+        if not path.is_file():
+            raise GateError(f"{m.name}: {m.file} does not exist")
+        text = path.read_text(encoding="utf-8")
+        count = text.count(m.old)
+        if count != 1:
+            raise GateError(
+                f"{m.name}: the text to remove occurs {count} times in {m.file} (must be once); "
+                f"the protection moved or changed: update the mutation\n  old: {m.old!r}"
+            )
+        if m.old == m.new or not m.tests:
+            raise GateError(f"{m.name}: the edit changes nothing or no test claims it")
+        mutated = text.replace(m.old, m.new)
+        try:
+            compile(mutated, m.file, "exec")
+        except SyntaxError as exc:
+            raise GateError(f"{m.name}: the mutated {m.file} does not compile: {exc}") from None
+
+
+def last_lines(out: str, n: int = 15) -> str:
+    return "\n".join(out.rstrip().splitlines()[-n:])
+
+
+def first_failure(out: str) -> str:
+    for line in out.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            return line[:160]
+    return ""
+
+
+def run_baseline(runner: Runner, files: Sequence[str], muts: Sequence[Mutation]) -> Outcome:
+    tests = sorted({t for m in muts for t in m.tests if (ROOT / test_path(t)).is_file()})
+    start = time.monotonic()
+    if not tests:
+        return Outcome("(unmutated)", "PASSED", 0.0, "no claiming tests to run")
+    with tempfile.TemporaryDirectory(prefix="assay-mutgate-") as tmp:
+        copy = Path(tmp)
+        make_copy(files, copy)
+        code, out = runner.pytest(copy, tests, ["-n", "2"])
+    took = time.monotonic() - start
+    if code == 0:
+        return Outcome("(unmutated)", "PASSED", took, f"{len(tests)} claiming test ids")
+    return Outcome("(unmutated)", "ERROR", took,
+                   f"the claiming tests fail WITHOUT any mutation (pytest exit {code}); "
+                   f"fix them first:\n{last_lines(out)}")  # fmt: skip
+
+
+def run_mutation(runner: Runner, files: Sequence[str], m: Mutation) -> Outcome:
+    missing = [t for t in m.tests if not (ROOT / test_path(t)).is_file()]
+    if missing:
+        why = f" ({m.pending})" if m.pending else ""
+        return Outcome(m.name, "MISSING", 0.0, f"claiming tests missing: {', '.join(missing)}{why}")
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="assay-mutgate-") as tmp:
+        copy = Path(tmp)
+        make_copy(files, copy)
+        target = copy / m.file
+        text = target.read_text(encoding="utf-8")
+        target.write_text(text.replace(m.old, m.new, 1), encoding="utf-8")
+        code, out = runner.pytest(copy, m.tests, ["-x"])
+    took = time.monotonic() - start
+    if code == 1:
+        return Outcome(m.name, "KILLED", took, first_failure(out))
+    if code == 0:
+        return Outcome(m.name, "SURVIVED", took,
+                       "every claiming test passed with the protection removed")  # fmt: skip
+    return Outcome(m.name, "ERROR", took, f"pytest exit {code}:\n{last_lines(out)}")
+
+
+def select(only: Sequence[str], skip: Sequence[str] = ()) -> list[Mutation]:
+    known = {m.name: m for m in MUTATIONS}
+    unknown = [n for n in [*only, *skip] if n not in known]
+    if unknown:
+        raise GateError(f"unknown mutation(s): {', '.join(unknown)} (see --list)")
+    chosen = [known[n] for n in dict.fromkeys(only)] if only else list(MUTATIONS)
+    return [m for m in chosen if m.name not in skip]
+
+
+def print_list() -> None:
+    for m in MUTATIONS:
+        print(f"{m.name}\n    removes: {m.removes}\n    edit:    {m.file}")
+        for t in m.tests:
+            note = "" if (ROOT / test_path(t)).is_file() else "   (missing)"
+            print(f"    test:    {t}{note}")
+        if m.pending:
+            print(f"    pending: {m.pending}")
+
+
+def report(o: Outcome) -> None:
+    print(f"{o.result:<9} {o.name:<28} {o.seconds:6.1f} s  {o.detail}", flush=True)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--list", action="store_true", help="print the mutations and exit")
+    ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                    help="run only this mutation (repeatable)")  # fmt: skip
+    ap.add_argument("--skip", action="append", default=[], metavar="NAME",
+                    help="leave this mutation out (repeatable)")  # fmt: skip
+    ap.add_argument("--jobs", type=int, default=2, help="mutations run in parallel")
+    ap.add_argument("--timeout", type=float, default=420.0, help="seconds per pytest run")
+    a = ap.parse_args(argv)
+    try:
+        muts = select(a.only, a.skip)
+        check_config(MUTATIONS if a.list else muts)
+    except GateError as exc:
+        print(f"mutation gate: {exc}", file=sys.stderr)
+        return 2
+    if a.list:
+        print_list()
+        return 0
+    if not muts:
+        print("mutation gate: no mutation selected", file=sys.stderr)
+        return 2
+    runner = Runner(a.timeout)
+    signal.signal(signal.SIGTERM, _interrupt)  # stop as on Ctrl-C: children, then the copies
+    files = repo_files()
+    started = time.monotonic()
+    outcomes: list[Outcome] = []
+    pool = ThreadPoolExecutor(max_workers=max(1, a.jobs))
+    try:
+        base = run_baseline(runner, files, muts)
+        report(base)
+        outcomes.append(base)
+        if base.ok:
+            futures = [pool.submit(run_mutation, runner, files, m) for m in muts]
+            for future in futures:
+                while not future.done():  # poll, so Ctrl-C reaches this thread promptly
+                    time.sleep(0.2)
+                report(future.result())
+                outcomes.append(future.result())
+    except KeyboardInterrupt:
+        print("mutation gate: interrupted; stopping the test runs", file=sys.stderr)
+        runner.stop_all()
+        pool.shutdown(wait=True, cancel_futures=True)  # each run removes its copy as it ends
+        return 130
+    pool.shutdown(wait=True)
+    bad = [o for o in outcomes if not o.ok]
+    killed = sum(o.result == "KILLED" for o in outcomes)
+    took = time.monotonic() - started
+    print(f"mutation gate: {killed}/{len(muts)} killed in {took:.0f} s", flush=True)
+    if bad:
+        print("mutation gate: FAILED: " + ", ".join(f"{o.name} {o.result}" for o in bad),
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
