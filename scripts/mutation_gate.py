@@ -159,7 +159,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "judge-lenient-json",
-        "the in-container judge's strict JSON parse (duplicate keys, NaN/Infinity, depth)",
+        "the in-container judge's strict JSON parse of the runner's report",
         "src/assay/_incontainer/judge.py",
         "value = json.loads(text, object_pairs_hook=_no_dupes, parse_constant=_no_constants)",
         "return json.loads(text)",
@@ -171,13 +171,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        "judge-values-strict-json",
+        "the judge's strict parse of candidate values (duplicate keys, NaN/Infinity tokens)",
+        "src/assay/_incontainer/values.py",
+        "            object_pairs_hook=_pairs,\n            parse_constant=_constant,\n",
+        "",
+        (
+            f"{JI}::test_nan_never_reaches_a_comparator_that_trusts_finite_numbers",
+            f"{JI}::test_duplicate_keys_in_a_case_output_are_an_error_not_last_wins",
+            "tests/test_matrix_docker.py::test_json_nan_comparator_is_blocked_on_t3",
+        ),
+    ),
+    Mutation(
         "judge-exact-bool-int",
         "`exact` keeping bool apart from int and float",
         "src/assay/_incontainer/judge.py",
-        "            if isinstance(expected, bool) or isinstance(actual, bool):\n"
-        "                return False\n"
-        "            return expected == actual",
-        "            return expected == actual",
+        "return bool(values.canon(expected) == values.canon(actual))",
+        "return bool(expected == actual)",
         (
             f"{JI}::test_exact_keeps_bool_apart_from_numbers",
             f"{JI}::test_exact_compare_fails_true_for_one",
@@ -187,8 +197,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "judge-custom-is-true",
         "a custom comparator passes a case only by returning a real True",
         "src/assay/_incontainer/judge.py",
-        "ok = custom(exp, actual) is True",
-        "ok = bool(custom(exp, actual))",
+        "ok = fn(*args, actual) is True",
+        "ok = bool(fn(*args, actual))",
         (f"{JI}::test_custom_comparator_passes_only_on_a_real_true",),
     ),
     Mutation(

@@ -55,9 +55,9 @@ def test_exact_accepts_equal_values_of_the_same_types(expected: Any, actual: Any
 
 
 def test_float_comparator_keeps_bool_apart_from_numbers() -> None:
-    assert judge.close(1, True, 1e-9) is False
-    assert judge.close([0.0], [False], 1e-9) is False
-    assert judge.close(1.0, 1.0 + 1e-12, 1e-9) is True
+    assert judge.close(1, True, 1e-9, 1e-9) is False
+    assert judge.close([0.0], [False], 1e-9, 1e-9) is False
+    assert judge.close(1.0, 1.0 + 1e-12, 1e-9, 1e-9) is True
 
 
 # -- strict JSON --------------------------------------------------------------------------------
@@ -127,7 +127,8 @@ def compare(
     args = argparse.Namespace(
         kind="function",
         comparator=comparator,
-        tolerance=1e-9,
+        rel_tol=1e-9,
+        abs_tol=1e-9,
         custom=str(custom) if custom else None,  # absolute: os.path.join("/judge", abs) is abs
         output_cap=CAP,
         runner_output=str(runner),

@@ -69,7 +69,7 @@ def test_missing_judge_file(tmp_path: Path) -> None:
 def test_digest_changes_with_judge_content(tmp_path: Path) -> None:
     root = _copy(tmp_path)
     before = load_task(root).digest
-    (root / "judge" / "cases.json").write_text("[]")
+    (root / "judge" / "cases.json").write_text('[{"id": "c", "input": [1, 2], "expected": 3}]')
     assert load_task(root).digest != before
 
 

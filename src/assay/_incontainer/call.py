@@ -1,22 +1,42 @@
-"""Runs in the candidate's own process: import the entry, call it on one case, write JSON.
+"""Runs in the candidate's own process: import the entry, call it on one case, write the result.
 
-Everything here is under the candidate's control once its module is imported; the
-runner treats what comes out as untrusted bytes and the judge parses them as data.
+The case input and the result cross in the typed value encoding (values.py). Everything here
+is under the candidate's control once its module is imported; the runner treats what comes
+out as untrusted bytes and the judge parses them as data.
 """
 
 import importlib
+import importlib.util
 import json
 import os
 import sys
+from typing import Any
+
+
+def load_values() -> Any:
+    # -I keeps this file's folder off sys.path; load the sibling by path, before any
+    # candidate code runs, and without leaving /assay importable for the candidate.
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("assay_values", os.path.join(here, "values.py"))
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def main() -> None:
+    values = load_values()
     module_name, func_name = sys.argv[1].split(":")
     result_fd = int(sys.argv[2])
-    args = json.loads(sys.stdin.buffer.read())
+    # The runner hands over the judge's inputs unchanged; 16 MiB is the runner's own cap.
+    args, kwargs = values.call_args(values.loads(sys.stdin.buffer.read(), 16 << 20))
     sys.path.insert(0, "/candidate")
     func = getattr(importlib.import_module(module_name), func_name)
-    data = json.dumps(func(*args), allow_nan=False).encode()
+    result = func(*args, **kwargs)
+    try:
+        data = values.dumps(result)
+    except values.Unencodable as exc:
+        data = json.dumps({values.UNENCODABLE: str(exc)}).encode()
     view = memoryview(data)
     while view:
         view = view[os.write(result_fd, view) :]

@@ -8,16 +8,30 @@ data, with size, depth and number limits, and prints a report of per-case status
 import argparse
 import base64
 import importlib.util
+import inspect
 import json
 import math
 import os
 import sys
 from typing import Any, NoReturn
 
+try:  # on the host (tests, task loading) this is a package module
+    from assay._incontainer import values
+except ImportError:  # in the judge container only /assay holds it; -I keeps it off sys.path
+    _spec = importlib.util.spec_from_file_location(
+        "assay_values", os.path.join(os.path.dirname(os.path.abspath(__file__)), "values.py")
+    )
+    assert _spec is not None and _spec.loader is not None
+    values = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(values)
+
 MAX_RUNNER_BYTES = 256 << 20
 MAX_DEPTH = 64
 MAX_FILE_BYTES = 16 << 20
 STATE = "/state/cases.json"
+MAX_CASES_BYTES = 16 << 20
+COMPARATORS = ("exact", "equal", "truthy", "falsy", "float", "unordered", "custom")
+CASE_KEYS = frozenset({"id", "input", "expected", "comparator", "rel_tol", "abs_tol"})
 
 
 class Invalid(Exception):
@@ -68,52 +82,187 @@ def load_module(path: str, name: str) -> Any:
     return mod
 
 
+class BadCase(Exception):
+    """A case (from a file or a generator) that is not valid; the message names it."""
+
+
+def check_case(case: Any, index: int, custom_file: bool, kind: str = "function") -> dict[str, Any]:
+    """One case, validated: keys, id, input shape, expected, comparator and tolerances.
+    Also used on the host when a task is loaded, so a bad case file fails there (exit 2)."""
+    if not isinstance(case, dict):
+        raise BadCase(f"case #{index}: not an object")
+    cid = case.get("id")
+    name = f"case {cid!r}" if isinstance(cid, str) else f"case #{index}"
+    if not isinstance(cid, str) or not cid:
+        raise BadCase(f"{name}: 'id' must be a non-empty string")
+    if extra := sorted(set(case) - CASE_KEYS):
+        raise BadCase(f"{name}: unknown key {extra[0][:40]!r}")
+    for key in ("input", "expected"):
+        if key not in case:
+            raise BadCase(f"{name}: missing key {key!r}")
+    try:
+        given = values.decode(case["input"], "input")
+        if kind == "function":
+            values.call_args(given, "input")
+        values.decode(case["expected"], "expected")
+    except values.BadValue as exc:
+        raise BadCase(f"{name}: {exc}") from None
+    comp = case.get("comparator")
+    if comp is not None and comp not in COMPARATORS:
+        raise BadCase(f"{name}: unknown comparator {str(comp)[:40]!r}")
+    if comp == "custom" and not custom_file:
+        raise BadCase(f"{name}: comparator 'custom' needs judge.custom in task.toml")
+    for key in ("rel_tol", "abs_tol"):
+        tol = case.get(key)
+        if tol is not None and not (
+            isinstance(tol, (int, float)) and not isinstance(tol, bool) and 0 <= tol < math.inf
+        ):
+            raise BadCase(f"{name}: {key} must be a number >= 0")
+    return case
+
+
+def check_cases(cases: Any, custom_file: bool, kind: str = "function") -> list[dict[str, Any]]:
+    if not isinstance(cases, list) or not cases:
+        raise BadCase("cases must be a non-empty list")
+    checked = [check_case(c, i, custom_file, kind) for i, c in enumerate(cases)]
+    seen: set[str] = set()
+    for c in checked:
+        if c["id"] in seen:
+            raise BadCase(f"case {c['id']!r}: duplicate id")
+        seen.add(c["id"])
+    return checked
+
+
+def load_case_file(path: str, custom_file: bool, kind: str = "function") -> list[dict[str, Any]]:
+    with open(path, "rb") as fh:
+        raw = fh.read(MAX_CASES_BYTES + 1)
+    try:
+        tree = values.parse_json(raw, MAX_CASES_BYTES)
+    except values.BadValue as exc:
+        raise BadCase(str(exc)) from None
+    return check_cases(tree, custom_file, kind)
+
+
+def encode_generated(cases: Any) -> Any:
+    """A generator returns Python values; they cross in the encoding like a file's would."""
+    if not isinstance(cases, list):
+        return cases
+    out = []
+    for c in cases:
+        if isinstance(c, dict) and "input" in c and "expected" in c:
+            try:
+                enc = values.encode
+                c = {**c, "input": enc(c["input"]), "expected": enc(c["expected"])}
+            except values.Unencodable as exc:
+                raise BadCase(f"case {c.get('id')!r}: {exc}") from None
+        out.append(c)
+    return out
+
+
 def cmd_prepare(a: argparse.Namespace) -> None:
-    if a.cases:
-        with open(os.path.join("/judge", a.cases), "rb") as fh:
-            cases = json.loads(fh.read())
-    else:
-        gen = load_module(os.path.join("/judge", a.generator), "assay_task_generator")
-        cases = gen.generate(int(a.seed))
-    ids = [c["id"] for c in cases]
-    if not cases or len(set(ids)) != len(ids) or not all(isinstance(i, str) for i in ids):
-        raise SystemExit("judge: cases must be non-empty with unique string ids")
+    try:
+        if a.cases:
+            cases = load_case_file(os.path.join("/judge", a.cases), a.custom_file, a.kind)
+        else:
+            gen = load_module(os.path.join("/judge", a.generator), "assay_task_generator")
+            generated = encode_generated(gen.generate(int(a.seed)))
+            cases = check_cases(generated, a.custom_file, a.kind)
+    except BadCase as exc:
+        raise SystemExit(f"judge: {exc}") from None
     with open(STATE, "w", encoding="utf-8") as fh:
         json.dump(cases, fh)
     json.dump([{"id": c["id"], "input": c["input"]} for c in cases], sys.stdout)
 
 
 def same(expected: Any, actual: Any) -> bool:
-    """Type-aware equality: True != 1 != 1.0 here, unlike Python's ==."""
+    """`exact`: type-faithful equality. 1, 1.0 and True all differ, a tuple is not a list,
+    a set is not a frozenset; dict keys match by the same rule; NaN matches NaN; 0.0 == -0.0."""
+    return bool(values.canon(expected) == values.canon(actual))
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def close(expected: Any, actual: Any, rel_tol: float, abs_tol: float) -> bool:
+    """`float`: numbers (int or float, never bool) within math.isclose(rel_tol, abs_tol),
+    through lists, tuples and dict values; everything else as `exact`."""
+    if _number(expected) and _number(actual):
+        if isinstance(expected, float) and isinstance(actual, float):
+            if math.isnan(expected) and math.isnan(actual):
+                return True
+        try:
+            return math.isclose(expected, actual, rel_tol=rel_tol, abs_tol=abs_tol)
+        except OverflowError:  # an int too big for a float: only equal ints are close
+            return bool(expected == actual)
     if type(expected) is not type(actual):
-        if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
-            if isinstance(expected, bool) or isinstance(actual, bool):
-                return False
-            return expected == actual
         return False
-    if isinstance(expected, list):
-        return len(expected) == len(actual) and all(map(same, expected, actual))
-    if isinstance(expected, dict):
-        return expected.keys() == actual.keys() and all(
-            same(expected[k], actual[k]) for k in expected
-        )
-    return bool(expected == actual)
-
-
-def close(expected: Any, actual: Any, tol: float) -> bool:
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return same(expected, actual)
-    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
-        return math.isclose(expected, actual, rel_tol=tol, abs_tol=tol)
-    if isinstance(expected, list) and isinstance(actual, list):
+    if isinstance(expected, (list, tuple)):
         return len(expected) == len(actual) and all(
-            close(e, x, tol) for e, x in zip(expected, actual, strict=True)
+            close(e, x, rel_tol, abs_tol) for e, x in zip(expected, actual, strict=True)
+        )
+    if isinstance(expected, dict):
+        exp = {values.canon(k): v for k, v in expected.items()}
+        act = {values.canon(k): v for k, v in actual.items()}
+        return exp.keys() == act.keys() and all(
+            close(exp[k], act[k], rel_tol, abs_tol) for k in exp
         )
     return same(expected, actual)
 
 
-def canon(v: Any) -> str:
-    return json.dumps(v, sort_keys=True, separators=(",", ":"))
+def unordered(expected: Any, actual: Any) -> bool:
+    """`unordered`: two lists (or two tuples) holding the same elements as multisets, each
+    element compared as by `exact`."""
+    return (
+        type(expected) is type(actual)
+        and isinstance(expected, (list, tuple))
+        and sorted(map(values.canon, expected)) == sorted(map(values.canon, actual))
+    )
+
+
+def equal(expected: Any, actual: Any) -> bool:
+    """`equal`: Python's == on the decoded values (built-in types only, so no candidate code
+    runs): what `assert f(x) == expected` does. 1 == 1.0 == True, NaN != NaN."""
+    return bool(actual == expected)
+
+
+class Comparator:
+    def __init__(self, a: argparse.Namespace) -> None:
+        self.default = a.comparator
+        self.rel_tol, self.abs_tol = a.rel_tol, a.abs_tol
+        self.custom: Any = None
+        self.custom_takes_input = False
+        if a.custom:
+            self.custom = load_module(os.path.join("/judge", a.custom), "assay_task_comparator")
+            fn = self.custom.compare
+            # compare(expected, actual) is the older form; compare(input, expected, actual) sees
+            # the case input too (property checks).
+            self.custom_takes_input = len(inspect.signature(fn).parameters) >= 3
+
+    def __call__(self, case: dict[str, Any], actual: Any) -> tuple[bool, str]:
+        kind = case.get("comparator") or self.default
+        exp = values.decode(case["expected"])
+        if kind == "custom":
+            fn = self.custom.compare
+            try:
+                args = (values.decode(case["input"]), exp) if self.custom_takes_input else (exp,)
+                ok = fn(*args, actual) is True
+            except Exception:  # the task's own comparator failing on odd data is a failed case
+                return False, "compare:custom-error"
+            return ok, "compare:mismatch"
+        if kind == "float":
+            rel = case.get("rel_tol", self.rel_tol)
+            abs_ = case.get("abs_tol", self.abs_tol)
+            return close(exp, actual, rel, abs_), "compare:mismatch"
+        if kind == "truthy":
+            return bool(actual), "compare:not-truthy"
+        if kind == "falsy":
+            return not actual, "compare:not-falsy"
+        if kind == "unordered":
+            return unordered(exp, actual), "compare:mismatch"
+        if kind == "equal":
+            return equal(exp, actual), "compare:mismatch"
+        return same(exp, actual), "compare:mismatch"
 
 
 def read_tree(root: str) -> dict[str, str]:
@@ -134,10 +283,20 @@ def read_tree(root: str) -> dict[str, str]:
     return files
 
 
+class UnencodableOutput(Exception):
+    pass
+
+
 def actual_value(kind: str, rc: dict[str, Any], index: int, cap: int) -> Any:
     raw = base64.b64decode(rc["output_b64"], validate=True)
     if kind == "function":
-        return parse_json(raw, cap)
+        try:
+            tree = values.parse_json(raw, cap)
+            if values.unencodable_reason(tree) is not None:
+                raise UnencodableOutput
+            return values.decode(tree)
+        except values.BadValue as exc:
+            raise Invalid(str(exc)) from None
     if kind == "cli":
         try:
             text = raw.decode("utf-8")
@@ -164,9 +323,7 @@ def cmd_compare(a: argparse.Namespace) -> None:
         by_id = {}
         reasons.append("runner:invalid-output")
         sys.stderr.write(f"judge: runner output rejected: {exc}\n")
-    custom = None
-    if a.comparator == "custom":
-        custom = load_module(os.path.join("/judge", a.custom), "assay_task_comparator").compare
+    compare = Comparator(a)
     for index, case in enumerate(cases):
         rc = by_id.get(case["id"])
         duration = 0.0
@@ -191,26 +348,17 @@ def cmd_compare(a: argparse.Namespace) -> None:
             else:
                 try:
                     actual = actual_value(a.kind, rc, index, a.output_cap)
+                except UnencodableOutput:
+                    status = "fail"
+                    reasons.append("candidate:unencodable-output")
                 except (Invalid, ValueError, UnicodeDecodeError, OSError):
                     status = "error"
                     reasons.append("candidate:invalid-output")
                 else:
-                    exp = case["expected"]
-                    if custom is not None:
-                        ok = custom(exp, actual) is True
-                    elif a.comparator == "float":
-                        ok = close(exp, actual, a.tolerance)
-                    elif a.comparator == "unordered":
-                        ok = (
-                            isinstance(exp, list)
-                            and isinstance(actual, list)
-                            and sorted(map(canon, exp)) == sorted(map(canon, actual))
-                        )
-                    else:
-                        ok = same(exp, actual)
+                    ok, why = compare(case, actual)
                     status = "pass" if ok else "fail"
                     if not ok:
-                        reasons.append("compare:mismatch")
+                        reasons.append(why)
         report.append({"id": case["id"], "status": status, "duration_s": duration})
     json.dump({"cases": report, "reasons": sorted(set(reasons))}, sys.stdout)
 
@@ -222,15 +370,19 @@ def main() -> None:
     p.add_argument("--seed", required=True)
     p.add_argument("--cases")
     p.add_argument("--generator")
+    p.add_argument("--kind", default="function")
+    p.add_argument("--custom-file", action="store_true")
     c = sub.add_parser("compare")
     c.add_argument("--kind", required=True)
     c.add_argument("--comparator", required=True)
-    c.add_argument("--tolerance", type=float, default=1e-9)
+    c.add_argument("--rel-tol", type=float, default=1e-9)
+    c.add_argument("--abs-tol", type=float, default=1e-9)
     c.add_argument("--custom")
     c.add_argument("--output-cap", type=int, required=True)
     c.add_argument("--runner-output", default="/exchange/runner.json")
     a = ap.parse_args()
-    sys.setrecursionlimit(200)
+    # Deep enough for MAX_DEPTH values (a $dict level is 3 JSON levels), and no deeper.
+    sys.setrecursionlimit(1000)
     (cmd_prepare if a.cmd == "prepare" else cmd_compare)(a)
 
 

@@ -40,20 +40,36 @@ class CommandSpec(_Strict):
     command: list[str] = Field(min_length=1)
 
 
+Comparator = Literal["exact", "equal", "truthy", "falsy", "float", "unordered", "custom"]
+DEFAULT_TOL = 1e-9
+
+
 class JudgeSpec(_Strict):
     cases: str | None = None
     generator: str | None = None
-    comparator: Literal["exact", "float", "unordered", "custom"] = "exact"
-    tolerance: float = Field(1e-9, ge=0)
+    comparator: Comparator = "exact"
+    tolerance: float | None = Field(None, ge=0, allow_inf_nan=False)
+    rel_tol: float | None = Field(None, ge=0, allow_inf_nan=False)
+    abs_tol: float | None = Field(None, ge=0, allow_inf_nan=False)
     custom: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> JudgeSpec:
         if (self.cases is None) == (self.generator is None):
             raise ValueError("exactly one of judge.cases and judge.generator is required")
-        if (self.comparator == "custom") != (self.custom is not None):
-            raise ValueError("judge.custom names the comparator module iff comparator = 'custom'")
+        if self.comparator == "custom" and self.custom is None:
+            raise ValueError("comparator = 'custom' needs judge.custom (the comparator module)")
+        if self.tolerance is not None and (self.rel_tol, self.abs_tol) != (None, None):
+            raise ValueError("judge.tolerance is the older spelling of rel_tol + abs_tol: not both")
         return self
+
+    @property
+    def tolerances(self) -> tuple[float, float]:
+        """(rel_tol, abs_tol) for `float`; `tolerance` sets both (the older spelling)."""
+        if self.tolerance is not None:
+            return self.tolerance, self.tolerance
+        rel = DEFAULT_TOL if self.rel_tol is None else self.rel_tol
+        return rel, DEFAULT_TOL if self.abs_tol is None else self.abs_tol
 
 
 class PytestSpec(_Strict):
@@ -148,7 +164,23 @@ def load_task(path: Path | str) -> Task:
     for rel in filter(None, judge_files):
         if not (root / "judge" / rel).is_file():
             raise TaskError(str(toml_path), f"judge file {rel!r} does not exist under judge/")
+    if config.judge is not None and config.judge.cases is not None:
+        check_case_file(root / "judge" / config.judge.cases, config)
     return Task(root, config, tree_digest(root))
+
+
+def check_case_file(path: Path, config: TaskConfig) -> None:
+    """The judge's own case checks, run here so a bad case file fails before any container
+    starts, naming the file, the case and the place inside the value (docs/tasks.md)."""
+    from assay._incontainer import judge
+
+    assert config.judge is not None
+    try:
+        judge.load_case_file(str(path), config.judge.custom is not None, config.kind)
+    except judge.BadCase as exc:
+        raise TaskError(str(path), str(exc)) from None
+    except OSError as exc:
+        raise TaskError(str(path), f"cannot read: {exc.strerror}") from None
 
 
 UNDIGESTED_TOP = frozenset({"solutions", "attempts"})

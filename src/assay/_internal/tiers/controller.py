@@ -62,9 +62,10 @@ class Grading:
         """The grading's containers and temp dirs, removed on every exit; each container's role
         image is recorded; an unexpected exception inside leaves as an InternalError
         (docs/security.md, "Errors")."""
-        with contained(self.gid), GradingScope(
-            self.rt, self.gid, lambda spec: self.used(spec.role, spec.image)
-        ) as scope:
+        with (
+            contained(self.gid),
+            GradingScope(self.rt, self.gid, lambda spec: self.used(spec.role, spec.image)) as scope,
+        ):
             yield scope
 
     def used(self, role: str, image: str) -> None:

@@ -83,7 +83,8 @@ def compare_argv(task: Task, runner_output: str = "/exchange/runner.json") -> tu
     assert j is not None
     argv = [
         "python3", "-I", "/assay/judge.py", "compare", "--kind", task.config.kind,
-        "--comparator", j.comparator, "--tolerance", repr(j.tolerance),
+        "--comparator", j.comparator,
+        "--rel-tol", repr(j.tolerances[0]), "--abs-tol", repr(j.tolerances[1]),
         "--output-cap", str(task.config.limits.output_bytes),
         "--runner-output", runner_output,
     ]  # fmt: skip
@@ -96,7 +97,10 @@ def prepare_argv(task: Task, seed: str) -> tuple[str, ...]:
     j = task.config.judge
     assert j is not None
     src = ["--cases", j.cases] if j.cases else ["--generator", str(j.generator)]
-    return ("python3", "-I", "/assay/judge.py", "prepare", "--seed", seed, *src)
+    if j.custom:
+        src.append("--custom-file")
+    return ("python3", "-I", "/assay/judge.py", "prepare", "--seed", seed,
+            "--kind", task.config.kind, *src)  # fmt: skip
 
 
 def transform_outputs(
