@@ -36,6 +36,6 @@ main.add_command(matrix_cmd)
 from assay.cli.gc import gc_cmd  # noqa: E402
 
 main.add_command(gc_cmd)
-from assay._internal.cli_import import import_cmd  # noqa: E402
+from assay.cli.importer import import_cmd  # noqa: E402
 
 main.add_command(import_cmd)

@@ -50,7 +50,7 @@ def probe(problem: dict[str, Any], timeout: float = PROBE_TIMEOUT_S) -> dict[str
     """Cases and custom comparator for one problem, from a subprocess; {"error": ...} if not."""
     try:
         p = subprocess.run(
-            [sys.executable, "-I", "-m", "assay._internal.humaneval_probe"],
+            [sys.executable, "-I", "-m", "assay._internal.importers.humaneval_probe"],
             input=json.dumps(problem), capture_output=True, text=True, timeout=timeout,
         )  # fmt: skip
     except subprocess.TimeoutExpired:

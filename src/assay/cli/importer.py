@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from assay.errors import AssayError
+from assay._internal.importers.humaneval import Converted, import_humaneval
 
-from .humaneval import Converted, import_humaneval
+from .common import exit_codes
 
 
 @click.group("import")
@@ -36,11 +36,8 @@ def humaneval_cmd(out: Path, only: tuple[int, ...], parallel: int) -> None:
         if r.task_dir is None:
             click.echo(f"HumanEval/{r.number}: not converted: {r.reason}", err=True)
 
-    try:
+    with exit_codes():
         results = import_humaneval(out, only, parallel, on_done=done)
-    except AssayError as exc:
-        click.echo(f"assay: {exc.diagnostics()}", err=True)
-        sys.exit(exc.exit_code)
     written = sum(r.task_dir is not None for r in results)
     report = out / "import-report.json"
     click.echo(f"wrote {written} of {len(results)} task(s) to {out}; see {report}")
