@@ -12,26 +12,57 @@ assay-base:latest).
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import os
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import docker
 
-from assay._internal.bench import measure_floor, p90
-from assay._internal.controller import Source
-from assay._internal.judgepool import JudgePool
-from assay._internal.observed import ObservedRuntime
+from assay._internal.model.task import load_task
+from assay._internal.proof.bench import measure_floor, p90
 from assay._internal.runtime.docker import DockerRuntime
-from assay._internal.strict import INCONTAINER, grade_strict
-from assay._internal.task import load_task
+from assay._internal.runtime.observed import ObservedRuntime
+from assay._internal.tiers.controller import Source
+from assay._internal.tiers.judgepool import JudgePool
+from assay._internal.tiers.strict import INCONTAINER, grade_strict
 
 ROOT = Path(__file__).resolve().parent.parent
+_FLAT = "assay._internal._flat_layout"
+_FLAT_LAYOUT = {
+    "runtime": "assay._internal.runtime",
+    "runtime.scope": "assay._internal.runtime.scope",
+} | {
+    name: f"assay._internal.{package}.{module}"
+    for name, (package, module) in {
+        "controller": ("tiers", "controller"),
+        "firewall": ("firewall", "check"),
+        "intake": ("tiers", "intake"),
+        "judge_report": ("tiers", "judge_report"),
+        "judgepool": ("tiers", "judgepool"),
+        "overlap": ("tiers", "overlap"),
+        "strict_json": ("model", "strict_json"),
+        "task": ("model", "task"),
+        "verdict": ("model", "verdict"),
+    }.items()
+}
+
+
+def _single_file_tar(name: str, data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        info.mode = 0o644
+        tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
 
 
 def load_before(commit: str) -> object:
@@ -44,10 +75,22 @@ def load_before(commit: str) -> object:
         f"INCONTAINER = Path({str(INCONTAINER)!r})" if line.startswith("INCONTAINER =") else line
         for line in text.splitlines()
     )
+    # The old module imports its siblings from the flat layout before the package split: load
+    # it inside a stand-in package whose submodules are today's modules.
+    flat = types.ModuleType(_FLAT)
+    flat.__path__ = []
+    sys.modules[_FLAT] = flat
+    for old, new in _FLAT_LAYOUT.items():
+        sys.modules[f"{_FLAT}.{old}"] = importlib.import_module(new)
+    intake = types.ModuleType(f"{_FLAT}.intake")
+    real = vars(importlib.import_module(_FLAT_LAYOUT["intake"]))
+    intake.__dict__.update({k: v for k, v in real.items() if not k.startswith("__")})
+    intake.__dict__["single_file_tar"] = _single_file_tar  # removed since; the old code used it
+    sys.modules[intake.__name__] = intake
     with tempfile.TemporaryDirectory(prefix="assay-ab-") as tmp:
         path = Path(tmp) / "strict_before.py"
         path.write_text(text)
-        spec = importlib.util.spec_from_file_location("assay._internal._strict_before", path)
+        spec = importlib.util.spec_from_file_location(f"{_FLAT}.strict_before", path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

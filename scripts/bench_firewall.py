@@ -30,7 +30,7 @@ MIB = 2**20
 
 def _build(path: Path, files: int, file_bytes: int, compress: bool = False) -> None:
     """A tar of `files` distinct files; content varies so that no two files are identical."""
-    from assay._internal.tarwrite import END_OF_ARCHIVE, header
+    from assay._internal.firewall.tarwrite import END_OF_ARCHIVE, header
 
     seed = os.urandom(MIB + file_bytes)
     opener = gzip.open if compress else open
@@ -47,8 +47,8 @@ def _child(mode: str, archive: str, sink: str) -> None:
     """Run one check() (or materialise) and print JSON figures; called in a fresh process."""
     from dataclasses import replace
 
-    from assay._internal.firewall import Accepted, FirewallLimits, check
-    from assay._internal.materialise import materialise
+    from assay._internal.firewall.check import Accepted, FirewallLimits, check
+    from assay._internal.firewall.materialise import materialise
 
     limits = replace(FirewallLimits(), max_total_bytes=4 * 2**30, max_archive_bytes=4 * 2**30)
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -106,7 +106,7 @@ def _throughput(label: str, archive: Path, workdir: Path, materialise: bool = Fa
 def _latency(archive: Path, rounds: int) -> None:
     import io
 
-    from assay._internal.firewall import check
+    from assay._internal.firewall.check import check
 
     data = archive.read_bytes()
     times = []

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from assay._internal.verdict import Verdict
+from assay._internal.model.verdict import Verdict
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "docs" / "schema" / "verdict.v1.json"
 SCHEMA_ID = "https://assay.dev/schema/verdict.v1.json"

@@ -57,7 +57,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "firewall-nfkc-dot-dot",
         "the firewall's '..' check after NFKC normalisation",
-        "src/assay/_internal/tarnames.py",
+        "src/assay/_internal/firewall/tarnames.py",
         'if compat == "..":',
         "if False:",
         (f"{FC}[fullwidth-dot-dot]",),
@@ -65,7 +65,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "firewall-type-rule",
         "the firewall's refusal of links, devices and FIFOs among kept members",
-        "src/assay/_internal/firewall.py",
+        "src/assay/_internal/firewall/check.py",
         'if member.kind != "file":\n        rule, detail = _TYPE_RULES[member.kind]',
         "if False:\n        rule, detail = _TYPE_RULES[member.kind]",
         (
@@ -78,7 +78,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "firewall-absolute-path",
         "the firewall's refusal of absolute member names",
-        "src/assay/_internal/tarnames.py",
+        "src/assay/_internal/firewall/tarnames.py",
         'if name.startswith("/"):',
         "if False:",
         (f"{FC}[absolute-etc-passwd]",),
@@ -86,7 +86,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "firewall-file-size-cap",
         "the firewall's per-file byte cap",
-        "src/assay/_internal/firewall.py",
+        "src/assay/_internal/firewall/check.py",
         "if member.size > limits.max_file_bytes:",
         "if False:",
         (f"{FC}[declared-4gib-file]",),
@@ -94,7 +94,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "firewall-total-size-cap",
         "the firewall's cap on the kept files' total bytes",
-        "src/assay/_internal/firewall.py",
+        "src/assay/_internal/firewall/check.py",
         "if plan.total > limits.max_total_bytes:",
         "if False:",
         (f"{FC}[total-size]",),
@@ -102,7 +102,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "junit-skip-is-not-a-pass",
         "T2's JUnit accounting of a skipped test as a failure",
-        "src/assay/_internal/junit.py",
+        "src/assay/_internal/tiers/junit.py",
         '    if not results:\n        return CaseOutcome(node_id, "pass", duration)',
         '    if not results or results[0] == "skipped":\n'
         '        return CaseOutcome(node_id, "pass", duration)',
@@ -111,7 +111,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "junit-missing-test",
         "T2's failure of an expected test that is absent from the report",
-        "src/assay/_internal/junit.py",
+        "src/assay/_internal/tiers/junit.py",
         '    if not found:\n        return _fail(node_id, "error", 0.0, MISSING, reasons)',
         '    if not found:\n        return CaseOutcome(node_id, "pass", 0.0)',
         ("tests/test_junit.py::test_real_report_missing_an_expected_test_fails",),
@@ -119,7 +119,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "verdict-expected-count",
         "a verdict passes only with exactly the expected number of cases",
-        "src/assay/_internal/verdict.py",
+        "src/assay/_internal/model/verdict.py",
         "and len(cases) == expected_case_count",
         "",
         ("tests/test_verdict.py::test_model_rejects_a_pass_with_fewer_cases_than_expected",),
@@ -127,7 +127,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "verdict-extra-forbid",
         "the verdict model's refusal of unknown fields",
-        "src/assay/_internal/verdict.py",
+        "src/assay/_internal/model/verdict.py",
         '_STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)',
         '_STRICT = ConfigDict(strict=True, extra="ignore", frozen=True)',
         (
@@ -138,7 +138,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "signature-check",
         "the Ed25519 signature check of a verdict envelope",
-        "src/assay/_internal/signing.py",
+        "src/assay/_internal/signing/sign.py",
         "            public_key.verify(signature, signed)\n            return",
         "            return",
         (
@@ -149,7 +149,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "controller-duplicate-keys",
         "the controller's refusal of duplicate JSON keys (strict_json.py)",
-        "src/assay/_internal/strict_json.py",
+        "src/assay/_internal/model/strict_json.py",
         "        if key in obj:\n            raise StrictJSONError",
         "        if False:\n            raise StrictJSONError",
         (
@@ -204,7 +204,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "vcs-history-refusal",
         "T2/T3 refusing to run the agent on inputs that hold version-control history",
-        "src/assay/_internal/controller.py",
+        "src/assay/_internal/tiers/controller.py",
         "if leaks := vcs_history(self.task.inputs_dir):",
         "if leaks := []:",
         ("tests/test_task.py::test_hardened_tiers_refuse_to_run_an_agent_on_vcs_history",),

@@ -6,6 +6,7 @@ import base64
 import json
 import shutil
 import tarfile
+import tempfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -14,24 +15,24 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from assay._internal import batch
-from assay._internal.batch import (
+from assay._internal.batch import run as batch
+from assay._internal.batch.journal import exclusive, unfinished_gradings
+from assay._internal.batch.run import (
     Job,
     Progress,
     jobs_from_dir,
     jobs_from_manifest,
     load_tasks,
     run_batch,
-    unfinished_gradings,
 )
-from assay._internal.intake import Refused, from_path
-from assay._internal.observed import Cancelled, ObservedRuntime
+from assay._internal.model.task import Task
+from assay._internal.model.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
 from assay._internal.runtime import ContainerSpec, GradingScope
 from assay._internal.runtime.fake import FakeRuntime
-from assay._internal.signing import verify_envelope
-from assay._internal.task import Task
-from assay._internal.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
-from assay.errors import EngineUnavailable, InfrastructureError, UsageError
+from assay._internal.runtime.observed import Cancelled, ObservedRuntime
+from assay._internal.signing.sign import verify_envelope
+from assay._internal.tiers.intake import Refused, from_path
+from assay.errors import EngineUnavailableError, InfrastructureError, UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 ADD = ROOT / "examples" / "add"
@@ -88,7 +89,7 @@ class FakeGrader:
             if "bug" in name:
                 raise ZeroDivisionError("division by zero")
             if "gone" in name:
-                raise EngineUnavailable("lost the Docker engine")
+                raise EngineUnavailableError("lost the Docker engine")
             return _verdict(task, gid, "good" in name, intake_digest(task, submission))
         finally:
             with self.lock:
@@ -406,7 +407,7 @@ def test_a_manifest_entry_naming_a_symlink_is_refused(tmp_path: Path) -> None:
 def test_grade_many_exits_2_naming_the_symlink(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from assay._internal.cli_batch import grade_many_cmd
+    from assay.cli.grade_many import grade_many_cmd
 
     subs = _subs(tmp_path, "s1-good")
     (subs / "s2").symlink_to(subs / "s1-good")
@@ -440,7 +441,7 @@ def test_a_second_run_on_the_same_output_is_refused(tmp_path: Path, key: Ed25519
     jobs = jobs_from_dir(ADD, subs)
     out = tmp_path / "out"
     out.mkdir()
-    with batch.exclusive(out), pytest.raises(UsageError, match="another"):
+    with exclusive(out), pytest.raises(UsageError, match="another"):
         _run(out, jobs, FakeGrader(), key)
 
 
@@ -457,7 +458,7 @@ def test_gradings_a_killed_run_left_open_are_swept_first(
         {"event": "start", "id": "z", "grading_id": "g-../../etc"},
     ]
     (out / "log.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines) + '{"event": "sta')
-    leftover = Path(batch.tempfile.gettempdir()) / f"assay-{open_gid}-inputs-test"
+    leftover = Path(tempfile.gettempdir()) / f"assay-{open_gid}-inputs-test"
     leftover.mkdir(exist_ok=True)
     swept: list[str] = []
 

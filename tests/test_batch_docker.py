@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from e2e import EXAMPLES
 
-from assay._internal.keys import load_public_key
 from assay._internal.runtime.docker import DockerRuntime
-from assay._internal.signing import verify_envelope
+from assay._internal.signing.keys import load_public_key
+from assay._internal.signing.sign import verify_envelope
 
 pytestmark = pytest.mark.docker
 

@@ -76,7 +76,7 @@ def test_floor_containers_go_through_the_runtime_labelled_and_removed(
     """Issue 10 finding 10c: the floor was `client.containers.run`, outside the Runtime."""
     import docker
 
-    from assay._internal.bench import measure_floor
+    from assay._internal.proof.bench import measure_floor
     from assay._internal.runtime.fake import FakeRuntime
 
     fake = FakeRuntime()

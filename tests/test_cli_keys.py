@@ -9,8 +9,7 @@ import pytest
 from click.testing import CliRunner, Result
 from helpers.verdicts import SUBMISSION, verdict
 
-from assay._internal.cli_keys import keygen, verify
-from assay._internal.signing import (
+from assay._internal.signing.sign import (
     PAYLOAD_TYPE,
     generate_keypair,
     load_private_key,
@@ -18,6 +17,7 @@ from assay._internal.signing import (
     sign_verdict,
     statement_for,
 )
+from assay.cli.keys import keygen, verify
 
 
 @pytest.fixture

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from e2e import EXAMPLES
 
-from assay._internal.baselines import BaselineTier, grade_baseline
-from assay._internal.compat import VERIFY_ARGV, grade_compat
-from assay._internal.compat_prep import stub_modules
+from assay._internal.model.task import Task, load_task
+from assay._internal.model.verdict import Verdict
 from assay._internal.runtime import ContainerSpec
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.strict import Source
-from assay._internal.task import Task, load_task
-from assay._internal.verdict import Verdict
+from assay._internal.tiers.baselines import BaselineTier, run_baseline
+from assay._internal.tiers.compat import VERIFY_ARGV, grade_compat
+from assay._internal.tiers.compat_prep import stub_modules
+from assay._internal.tiers.strict import Source
 from assay.errors import TaskError, UsageError
 
 ADD = load_task(EXAMPLES / "add-pytest")
@@ -111,7 +111,7 @@ def test_image_digests_name_each_role_and_the_image_it_ran() -> None:
 @pytest.mark.parametrize(("tier", "roles"), [("t0", {"agent"}), ("t1", {"agent", "tests"})])
 def test_baseline_image_digests_name_each_role(tier: BaselineTier, roles: set[str]) -> None:
     rt = FakeRuntime()
-    v = grade_baseline(rt, ADD, Source(path=ADD.root / "solutions/correct"), "img", tier)
+    v = run_baseline(rt, ADD, Source(path=ADD.root / "solutions/correct"), "img", tier).verdict
     assert v.image_digests == dict.fromkeys(roles, rt.image_digest("img"))
     assert rt.leftovers() == []
 

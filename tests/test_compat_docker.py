@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from e2e import EXAMPLES, PAYLOADS, TASKS
 
-from assay._internal.compat import grade_compat
+from assay._internal.model.task import Task, load_task
+from assay._internal.model.verdict import Verdict
 from assay._internal.runtime.docker import DockerRuntime
-from assay._internal.strict import Source, new_grading_id
-from assay._internal.task import Task, load_task
-from assay._internal.verdict import Verdict
+from assay._internal.tiers.compat import grade_compat
+from assay._internal.tiers.strict import Source, new_grading_id
 
 pytestmark = pytest.mark.docker
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from helpers.hostile_corpus import corpus
 
-from assay._internal.firewall import Accepted, FirewallLimits, Rejected, check
-from assay._internal.materialise import materialise
+from assay._internal.firewall.check import Accepted, FirewallLimits, Rejected, check
+from assay._internal.firewall.materialise import materialise
 
 ROOT = Path(__file__).resolve().parent.parent
 

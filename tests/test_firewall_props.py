@@ -20,8 +20,9 @@ from helpers.hostile_corpus import corpus
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from assay._internal.firewall import RULES, Accepted, Rejected, check
-from assay._internal.materialise import FirewallError, materialise
+from assay._internal.firewall.check import RULES, Accepted, Rejected, check
+from assay._internal.firewall.materialise import materialise
+from assay.errors import FirewallError
 
 EXAMPLES = int(os.environ.get("ASSAY_FIREWALL_EXAMPLES", "200"))
 PROPS = settings(

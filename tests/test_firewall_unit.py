@@ -17,13 +17,13 @@ import pytest
 from click.testing import CliRunner
 from helpers.hostile_corpus import corpus
 
-from assay._internal.firewall import RULES, Accepted, FirewallLimits, Rejected, check
-from assay._internal.materialise import FirewallError, materialise
-from assay._internal.tarread import read_members
-from assay._internal.tarsource import SeekableSource
-from assay._internal.tarwrite import header
+from assay._internal.firewall.check import RULES, Accepted, FirewallLimits, Rejected, check
+from assay._internal.firewall.materialise import materialise
+from assay._internal.firewall.tarread import read_members
+from assay._internal.firewall.tarsource import SeekableSource
+from assay._internal.firewall.tarwrite import header
 from assay.cli import main
-from assay.errors import AssayError, UsageError
+from assay.errors import AssayError, FirewallError, UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 TREE = {

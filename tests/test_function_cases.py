@@ -16,7 +16,7 @@ import pytest
 from e2e import EXAMPLES
 
 from assay._incontainer import values as V
-from assay._internal.task import load_task
+from assay._internal.model.task import load_task
 from assay.errors import TaskError
 
 CALL = Path(__file__).resolve().parent.parent / "src/assay/_incontainer/call.py"

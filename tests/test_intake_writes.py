@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from e2e import EXAMPLES
 
-from assay._internal.intake import Refused, Submission, from_path
+from assay._internal.firewall.tarwrite import END_OF_ARCHIVE, header
+from assay._internal.model.task import load_task
 from assay._internal.runtime import GradingScope
 from assay._internal.runtime.fake import FakeRuntime
-from assay._internal.tarwrite import END_OF_ARCHIVE, header
-from assay._internal.task import load_task
+from assay._internal.tiers.intake import Refused, Submission, from_path
 
 TASK = load_task(EXAMPLES / "add")  # artifacts = ["solution.py"], artifact_bytes 64 MiB
 GIB = 2**30

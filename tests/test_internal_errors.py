@@ -18,12 +18,13 @@ from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from e2e import EXAMPLES
 
-from assay._internal import grading, matrix
-from assay._internal.batch import jobs_from_dir, load_tasks, run_batch
-from assay._internal.controller import Source
+from assay._internal.api import grader as grading
+from assay._internal.batch.run import jobs_from_dir, load_tasks, run_batch
+from assay._internal.model.task import load_task
+from assay._internal.proof import matrix
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.strict import grade_strict
-from assay._internal.task import load_task
+from assay._internal.tiers.controller import Source
+from assay._internal.tiers.strict import grade_strict
 from assay.cli import main
 from assay.errors import InfrastructureError, InternalError
 
@@ -58,7 +59,7 @@ def test_strict_grading_turns_the_fault_into_an_internal_error_and_cleans_up() -
 def test_grade_exits_3_naming_the_reason_without_a_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(grading, "DockerRuntime", lambda **_: _runtime())
+    monkeypatch.setattr(grading, "docker_runtime", lambda *_, **__: _runtime())
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     out = tmp_path / "verdict.json"
     args = ["grade", str(ADD), "--submission", str(ADD / "solutions/correct"), "--out", str(out)]

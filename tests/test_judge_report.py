@@ -7,7 +7,7 @@ from helpers.verdicts import facts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay._internal.judge_report import (
+from assay._internal.tiers.judge_report import (
     INVALID_OUTPUT,
     JudgeReportError,
     parse_judge_report,

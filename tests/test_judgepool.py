@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from assay._internal.judgepool import RESET_ARGV, JudgePool
+from assay._internal.model.task import Task, load_task
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.task import Task, load_task
+from assay._internal.tiers.judgepool import RESET_ARGV, JudgePool
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from assay._internal.judgepool import JudgePool
+from assay._internal.model.task import load_task
 from assay._internal.runtime.docker import DockerRuntime
-from assay._internal.task import load_task
+from assay._internal.tiers.judgepool import JudgePool
 
 pytestmark = pytest.mark.docker
 
@@ -134,9 +134,10 @@ def test_idle_judges_stay_under_one_cap_across_many_tasks(
     import docker
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from assay._internal.batch import jobs_from_manifest, load_tasks, run_batch
-    from assay._internal.cli_batch import make_grader
-    from assay._internal.observed import ObservedRuntime
+    import assay
+    from assay._internal.api.grader import batch_grader
+    from assay._internal.batch.run import jobs_from_manifest, load_tasks, run_batch
+    from assay._internal.runtime.observed import ObservedRuntime
 
     cap, parallel = 2, 2
     lines = []
@@ -174,7 +175,8 @@ def test_idle_judges_stay_under_one_cap_across_many_tasks(
     sampler = threading.Thread(target=sample)
     sampler.start()
     try:
-        grade, _ = make_grader(rt, tasks, base_image, pool)
+        tiers = {t.id: assay.Grader.tier_for(t) for t in tasks.values()}
+        grade = batch_grader(rt, tiers, base_image, pool)
         res = run_batch(
             tmp_path / "out", jobs, tasks, grade, Ed25519PrivateKey.generate(), parallel
         )

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from e2e import EXAMPLES
 from helpers.keyscan import key_needles, scan_container_for_secret
 
-from assay._internal import grading
+from assay._internal.runtime import engine
 from assay._internal.runtime.docker import DockerRuntime
 from assay.cli import main
 
@@ -66,11 +66,11 @@ def test_key_never_enters_any_container(
     key = tmp_path / "keys" / "signing.key"
     ScanningRuntime.findings, ScanningRuntime.scanned, ScanningRuntime.roles = [], [], []
     # The key exists before the grading starts, so anything that leaked it could be found.
-    from assay._internal.keys import ensure_signing_key
+    from assay._internal.signing.keys import ensure_signing_key
 
     ensure_signing_key(key)
     ScanningRuntime.needles = key_needles(key)
-    monkeypatch.setattr(grading, "DockerRuntime", ScanningRuntime)
+    monkeypatch.setattr(engine, "DockerRuntime", ScanningRuntime)
     result = CliRunner().invoke(
         main,
         [
@@ -94,8 +94,8 @@ def test_key_never_enters_any_container(
 
 def test_scanner_would_see_a_leak(tmp_path: Path, base_image: str) -> None:
     # Control: the same scan on a container that was handed the key path does find it.
-    from assay._internal.keys import ensure_signing_key
     from assay._internal.runtime import ContainerSpec, GradingScope
+    from assay._internal.signing.keys import ensure_signing_key
 
     key = tmp_path / "signing.key"
     ensure_signing_key(key)

@@ -15,7 +15,7 @@ import pytest
 from helpers import keyscan
 from helpers.keyscan import _Scanner, key_needles, scan_container_for_secret
 
-from assay._internal.signing import generate_keypair
+from assay._internal.signing.sign import generate_keypair
 
 
 def _needle(tag: str) -> bytes:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from assay._internal.cli_matrix import matrix_cmd
-from assay._internal.matrix import CONTROLS, load_attack, problems, run_matrix
+from assay._internal.proof.matrix import CONTROLS, load_attack, problems, run_matrix
 from assay._internal.runtime.docker import DockerRuntime
+from assay.cli.matrix import matrix_cmd
 
 pytestmark = pytest.mark.docker
 

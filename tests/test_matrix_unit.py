@@ -7,20 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from assay._internal.baselines import log_cases, parse_pytest_log
-from assay._internal.cli_matrix import (
-    class_names,
-    compare_outcomes,
-    render_markdown,
-    table_cells,
-)
-from assay._internal.matrix import (
+from assay._internal.proof.matrix import (
     Attack,
     Row,
     load_attack,
     load_corpus,
     problems,
     task_for,
+)
+from assay._internal.tiers.baselines import log_cases, parse_pytest_log
+from assay.cli.matrix import (
+    class_names,
+    compare_outcomes,
+    render_markdown,
+    table_cells,
 )
 from assay.errors import TaskError, UsageError
 

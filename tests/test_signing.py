@@ -18,7 +18,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from helpers.verdicts import SUBMISSION, verdict
 from pydantic import ValidationError
 
-from assay._internal.signing import (
+from assay._internal.model.verdict import Verdict
+from assay._internal.signing.sign import (
     PAYLOAD_TYPE,
     KeyFileError,
     VerificationError,
@@ -33,7 +34,6 @@ from assay._internal.signing import (
     statement_for,
     verify_envelope,
 )
-from assay._internal.verdict import Verdict
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 PUB = KEY.public_key()

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from e2e import EXAMPLES
 
-from assay._internal.judgepool import RESET_ARGV, JudgePool
+from assay._internal.model.task import load_task
 from assay._internal.runtime import RuntimeError_
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.strict import Source, grade_strict
-from assay._internal.task import load_task
+from assay._internal.tiers.judgepool import RESET_ARGV, JudgePool
+from assay._internal.tiers.strict import Source, grade_strict
 
 TASK = load_task(EXAMPLES / "add")
 SOLUTION = EXAMPLES / "add/solutions/correct"

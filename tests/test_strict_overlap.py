@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from assay._internal.controller import Source
-from assay._internal.overlap import Background
+from assay._internal.model.task import load_task
 from assay._internal.runtime import ContainerSpec, RuntimeError_
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.strict import grade_strict
-from assay._internal.task import load_task
+from assay._internal.tiers.controller import Source
+from assay._internal.tiers.overlap import Background
+from assay._internal.tiers.strict import grade_strict
 
 ADD = Path(__file__).resolve().parent.parent / "examples" / "add"
 CASES = [{"id": f"c{i}", "args": [i, i]} for i in range(3)]

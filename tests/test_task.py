@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from e2e import EXAMPLES
 
-from assay._internal.task import load_task
+from assay._internal.model.task import load_task
 from assay.errors import TaskError
 
 
@@ -95,7 +95,7 @@ def test_digest_leaves_out_top_level_solutions_and_attempts(tmp_path: Path) -> N
 
 
 def test_vcs_history_in_inputs_is_found(tmp_path: Path) -> None:
-    from assay._internal.task import vcs_history
+    from assay._internal.model.task import vcs_history
 
     inputs = tmp_path / "inputs"
     (inputs / "src").mkdir(parents=True)
@@ -112,15 +112,15 @@ def test_vcs_history_in_inputs_is_found(tmp_path: Path) -> None:
 
 
 def test_hardened_tiers_refuse_to_run_an_agent_on_vcs_history(tmp_path: Path) -> None:
-    from assay._internal.controller import Grading, Source
     from assay._internal.runtime import GradingScope
     from assay._internal.runtime.fake import FakeRuntime
-    from assay.errors import UnsafeInputs
+    from assay._internal.tiers.controller import Grading, Source
+    from assay.errors import UnsafeInputsError
 
     root = _copy(tmp_path)
     (root / "inputs" / ".git").mkdir()
     rt = FakeRuntime()
     g = Grading(rt, load_task(root), "t3", "img")
-    with GradingScope(rt, g.gid) as scope, pytest.raises(UnsafeInputs, match=r"\.git"):
+    with GradingScope(rt, g.gid) as scope, pytest.raises(UnsafeInputsError, match=r"\.git"):
         g.take_submission(scope, Source(agent_cmd="true"))
     assert rt.containers == {}, "the agent must not start"

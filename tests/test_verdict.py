@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from assay._internal.verdict import (
+from assay._internal.model.verdict import (
     CaseResult,
     Verdict,
     build_verdict,

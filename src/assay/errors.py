@@ -1,6 +1,24 @@
-"""One exception hierarchy with one root; each error knows its exit code and explains itself."""
+"""Every error assay raises on purpose: one root (`AssayError`), each with an exit code and a
+`diagnostics()` that explains it to a person. Catch `AssayError` to catch them all.
+
+Exit codes (the command line uses them as they are): 1 a verification failed, 2 usage or task
+error, 3 no verdict could be produced (infrastructure).
+"""
 
 from __future__ import annotations
+
+__all__ = [
+    "AssayError",
+    "EngineUnavailableError",
+    "FirewallError",
+    "InfrastructureError",
+    "InternalError",
+    "KeyFileError",
+    "TaskError",
+    "UnsafeInputsError",
+    "UsageError",
+    "VerificationError",
+]
 
 
 class AssayError(Exception):
@@ -25,6 +43,16 @@ class TaskError(UsageError):
     def __init__(self, path: str, message: str) -> None:
         super().__init__(f"{path}: {message}")
         self.path = path
+
+
+class UnsafeInputsError(TaskError):
+    """The task's inputs would hand the agent something it must not see (exit 2).
+
+    Raised by the hardened tiers only: the baselines model harnesses that never check."""
+
+
+class KeyFileError(UsageError):
+    """A key file is missing, unreadable, too open, of the wrong kind, or already exists."""
 
 
 class InfrastructureError(AssayError):
@@ -57,11 +85,25 @@ class InternalError(InfrastructureError):
         self.exception_type = type(exc).__name__
 
 
-class EngineUnavailable(InfrastructureError):
+class EngineUnavailableError(InfrastructureError):
     """No Docker engine answers."""
 
 
-class UnsafeInputs(TaskError):
-    """The task's inputs would hand the agent something it must not see (exit 2).
+class FirewallError(AssayError):
+    """An archive could not be materialised safely, or a firewall invariant broke.
 
-    Raised by the hardened tiers only: the baselines model harnesses that never check."""
+    An archive the firewall refuses is not an error: `assay.firewall.check` returns a
+    `Rejected`, and a grading fails with the rule as its reason."""
+
+
+class VerificationError(AssayError):
+    """An envelope did not verify. `reason` is a stable code such as `signature:invalid`."""
+
+    exit_code = 1
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+    def diagnostics(self) -> str:
+        return f"verification failed [{self.reason}]: {self}"

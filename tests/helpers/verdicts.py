@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from assay._internal.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
+from assay._internal.model.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
 
 SUBMISSION = "sha256:" + "5d" * 32
 TASK_DIGEST = "sha256:" + "a1" * 32

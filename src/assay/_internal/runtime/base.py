@@ -97,6 +97,15 @@ class ArchiveTooLarge(AssayError):
         self.cap = cap
 
 
+def ceilings_hit(rt: Runtime, cid: str) -> list[str]:
+    """Which of the container's ceilings it hit: "pids", "memory" (an OOM kill counts)."""
+    events = rt.limit_events(cid)
+    hit = ["pids"] if events.get("pids", 0) > 0 else []
+    if rt.oom_killed(cid) or events.get("memory", 0) > 0:
+        hit.append("memory")
+    return hit
+
+
 class Runtime(Protocol):
     """What the controller needs from a container engine, and nothing more."""
 
@@ -146,4 +155,13 @@ class Runtime(Protocol):
 
     def leftovers(self, grading_id: str | None = None) -> list[str]:
         """Names of labelled containers/volumes still present; empty after a clean grading."""
+        ...
+
+    def gradings(self) -> set[str]:
+        """Every grading id with a labelled container or volume here, running or not."""
+        ...
+
+    def orphans(self) -> set[str]:
+        """Grading ids whose every labelled container or volume belongs to a controller that
+        is certainly dead (what `assay gc` may remove beside running gradings)."""
         ...

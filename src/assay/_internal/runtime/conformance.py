@@ -156,6 +156,16 @@ def check_cleanup_on_exception(rt: Runtime, image: str) -> None:
     assert rt.leftovers(gid) == [], rt.leftovers(gid)
 
 
+def check_gradings_lists_a_live_grading(rt: Runtime, image: str) -> None:
+    gid = _gid()
+    with GradingScope(rt, gid) as scope:
+        scope.container(_spec(image, gid), start=False)
+        assert gid in rt.gradings(), rt.gradings()
+        # Its controller (this process) is alive: gc must not take it.
+        assert gid not in rt.orphans()
+    assert gid not in rt.gradings()
+
+
 CHECKS: tuple[Check, ...] = (
     check_exec_output_and_exit_code,
     check_runs_as_non_root,
@@ -167,6 +177,7 @@ CHECKS: tuple[Check, ...] = (
     check_get_archive_cap,
     check_nothing_left_after_scope,
     check_cleanup_on_exception,
+    check_gradings_lists_a_live_grading,
 )
 
 

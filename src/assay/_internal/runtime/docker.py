@@ -14,7 +14,7 @@ import docker.errors
 import requests.exceptions
 from docker.types import LogConfig, Mount
 
-from assay.errors import EngineUnavailable
+from assay.errors import EngineUnavailableError
 
 from .base import (
     LABEL,
@@ -24,6 +24,7 @@ from .base import (
     ExecResult,
     RuntimeError_,
 )
+from .images import ensure_image_present
 from .owner import OWNER_LABEL, owner_is_dead, this_owner
 
 _CGROUP_EVENTS = (
@@ -40,7 +41,7 @@ def connect(timeout: int = 60, max_pool_size: int = 10) -> Any:
         client = docker.from_env(version="auto", timeout=timeout, max_pool_size=max_pool_size)
         client.ping()
     except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-        raise EngineUnavailable(
+        raise EngineUnavailableError(
             f"no Docker engine answers ({type(exc).__name__})", fix=START_DOCKER_FIX
         ) from exc
     return client
@@ -52,7 +53,7 @@ _R = TypeVar("_R")
 
 def _engine_loss(what: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     """A lost connection in a method that talks to the engine outside `_call` is still
-    `EngineUnavailable`, so a batch stops at the first one instead of recording every
+    `EngineUnavailableError`, so a batch stops at the first one instead of recording every
     remaining job as an internal error (the dockerd-restart fault, docs/security.md)."""
 
     def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -61,7 +62,7 @@ def _engine_loss(what: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
             try:
                 return fn(*args, **kwargs)
             except requests.exceptions.RequestException as exc:
-                raise EngineUnavailable(
+                raise EngineUnavailableError(
                     f"{what}: lost the Docker engine ({type(exc).__name__})",
                     fix=START_DOCKER_FIX,
                 ) from exc
@@ -410,13 +411,7 @@ class DockerRuntime:
 
     def image_digest(self, image: str) -> str:
         if image not in self._digests:
-            try:
-                self._digests[image] = str(self._api.inspect_image(image)["Id"])
-            except docker.errors.ImageNotFound as exc:
-                raise RuntimeError_(
-                    f"image {image!r} is not on this engine",
-                    fix="run `bash scripts/setup.sh` to build the base image, or pass --base-image",
-                ) from exc
+            self._digests[image] = ensure_image_present(self._client, image)
         return self._digests[image]
 
     # -- garbage ---------------------------------------------------------------------------
@@ -462,6 +457,12 @@ class DockerRuntime:
                     raise RuntimeError_(f"could not remove volume {name[:12]}: {exc}") from exc
                 time.sleep(0.1)
 
+    @_engine_loss("gradings")
+    def gradings(self) -> set[str]:
+        items = self._api.containers(all=True, filters=self._filters(None))
+        items += self._api.volumes(filters=self._filters(None)).get("Volumes") or []
+        return {gid for item in items if (gid := (item.get("Labels") or {}).get(LABEL))}
+
     @_engine_loss("orphans")
     def orphans(self) -> set[str]:
         """Grading ids whose every labelled container or volume belongs to a dead controller."""
@@ -493,6 +494,6 @@ class DockerRuntime:
         except docker.errors.APIError as exc:
             raise RuntimeError_(f"{what} failed: {exc}") from exc
         except requests.exceptions.RequestException as exc:
-            raise EngineUnavailable(
+            raise EngineUnavailableError(
                 f"{what}: lost the Docker engine ({type(exc).__name__})", fix=START_DOCKER_FIX
             ) from exc

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from .base import ArchiveTooLarge, ContainerSpec, ExecResult, RuntimeError_
+from .owner import owner_is_dead, this_owner
 
 
 @dataclass
@@ -25,6 +26,7 @@ class FakeContainer:
     state: str = "created"
     log: bytearray = field(default_factory=bytearray)
     oom: bool = False
+    owner: str = field(default_factory=this_owner)
 
 
 Program = Callable[[FakeContainer, tuple[str, ...], Mapping[str, str]], tuple[int, bytes, bytes]]
@@ -187,6 +189,16 @@ class FakeRuntime:
         for cid in doomed:
             self.remove(cid)
         return len(doomed)
+
+    def gradings(self) -> set[str]:
+        return {c.spec.grading_id for c in self.containers.values()}
+
+    def orphans(self) -> set[str]:
+        dead: dict[str, bool] = {}
+        for c in self.containers.values():
+            gid = c.spec.grading_id
+            dead[gid] = dead.get(gid, True) and owner_is_dead(c.owner) is True
+        return {gid for gid, is_dead in dead.items() if is_dead}
 
     def leftovers(self, grading_id: str | None = None) -> list[str]:
         return [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -11,6 +12,11 @@ from types import TracebackType
 from .base import ContainerSpec, Runtime
 
 TEMP_PREFIX = "assay-"
+
+
+def new_grading_id() -> str:
+    """A fresh grading id: the label on its containers and the prefix of its temp dirs."""
+    return "g-" + secrets.token_hex(8)
 
 
 class GradingScope:

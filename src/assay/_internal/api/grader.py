@@ -1,0 +1,263 @@
+"""`Grader`: one object that owns the engine connection, the image, the signing key and judge
+reuse, and grades one submission (`grade`) or many (`grade_many`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Generator, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from assay.errors import InfrastructureError
+
+from ..batch.run import (
+    BatchResult,
+    GradeFn,
+    Progress,
+    Shared,
+    check_id,
+    iter_batch,
+    load_tasks,
+    no_duplicate_ids,
+)
+from ..batch.run import (
+    Job as BatchJob,
+)
+from ..model.task import Task, load_task
+from ..model.verdict import Tier, Verdict
+from ..runtime import Runtime
+from ..runtime.engine import docker_runtime
+from ..runtime.images import DEFAULT_BASE_IMAGE
+from ..runtime.observed import ObservedRuntime
+from ..runtime.scope import TEMP_PREFIX, new_grading_id
+from ..signing.keys import ensure_signing_key
+from ..signing.sign import sign_verdict
+from ..tiers.dispatch import pick_tier, run_tier
+from ..tiers.judgepool import JudgePool
+from .submission import Submission, as_source
+
+TaskLike = Task | str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One grading's result: the verdict, and the same verdict signed (a DSSE envelope)."""
+
+    verdict: Verdict
+    envelope: bytes
+    job_id: str | None = None
+    """The job's id, for results of `Grader.grade_many`."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One submission of one task for `Grader.grade_many`. `id` names the verdict file when
+    an output directory is given (and makes a rerun resume); default: the job's position."""
+
+    task: TaskLike
+    submission: Submission
+    id: str | None = None
+
+
+def _task(task: TaskLike) -> Task:
+    return task if isinstance(task, Task) else load_task(Path(task))
+
+
+class Grader:
+    """Grades submissions and signs the verdicts.
+
+    `runtime`: an object implementing assay's container `Runtime` protocol (default: the
+    local Docker engine, opened on first use, with `oci_runtime` "runc" or "runsc").
+    `image`: the base image (default: $ASSAY_BASE_IMAGE, else assay-base:latest).
+    `key`: the signing key's path; created with its public half on first use (default: the
+    per-user key, ~/.config/assay/signing.key). `reuse_judges`: lend reset judge containers
+    across gradings of one task instead of starting one per grading (docs/security.md).
+
+    Raises `assay.errors.KeyFileError` if the key cannot be loaded or created.
+    """
+
+    def __init__(
+        self,
+        *,
+        runtime: Runtime | None = None,
+        image: str | None = None,
+        oci_runtime: str = "runc",
+        key: str | os.PathLike[str] | None = None,
+        reuse_judges: bool = False,
+    ) -> None:
+        self.image = image or os.environ.get("ASSAY_BASE_IMAGE") or DEFAULT_BASE_IMAGE
+        self.oci_runtime = oci_runtime
+        self.reuse_judges = reuse_judges
+        self._runtime = runtime
+        self._private_key, pub, created = ensure_signing_key(None if key is None else Path(key))
+        self.public_key: Path = pub
+        """The public key that verifies this grader's envelopes (give it to `assay.verify`)."""
+        self.created_key = created
+        self._judges: JudgePool | None = None
+
+    # -- one submission ----------------------------------------------------------------------
+
+    @staticmethod
+    def tier_for(task: TaskLike, tier: str | None = None, *, unsafe_baseline: bool = False) -> Tier:
+        """The tier `grade` would use: `tier` if the task allows it, else the task's default
+        (t3 for function/cli/transform tasks, t2 for pytest tasks). Raises
+        `assay.errors.UsageError` for a tier the task cannot take, or an unsafe baseline
+        (t0/t1) without `unsafe_baseline=True`."""
+        return pick_tier(_task(task), tier, unsafe_baseline)
+
+    def grade(
+        self,
+        task: TaskLike,
+        submission: Submission,
+        *,
+        tier: str | None = None,
+        unsafe_baseline: bool = False,
+    ) -> Graded:
+        """Grade `submission` (a directory, a tar path or binary file object, a mapping of
+        relative path to str or bytes, or an `assay.Agent`) on `tier` (default: the task's).
+
+        Every form crosses the archive firewall; one it refuses (a `..` or absolute name, a
+        NUL, a link...) gives a failed verdict whose reason names the rule. Raises
+        `assay.errors.UsageError`/`TaskError` for a bad request or task and
+        `assay.errors.InfrastructureError` when no verdict could be produced.
+        """
+        loaded = _task(task)
+        chosen = pick_tier(loaded, tier, unsafe_baseline)
+        rt = self.runtime()
+        judges = self._pool(rt) if self.reuse_judges else None
+        gid = new_grading_id()
+        try:
+            with as_source(submission, loaded, gid) as source:
+                verdict, _ = run_tier(
+                    rt, loaded, source, chosen, self.image, grading_id=gid, judges=judges
+                )
+        finally:
+            if judges is not None:
+                judges.finish(gid)
+        return Graded(verdict, sign_verdict(verdict, self._private_key))
+
+    # -- many submissions --------------------------------------------------------------------
+
+    def grade_many(self, jobs: Iterable[Job], *, parallel: int = 2) -> Iterator[Graded]:
+        """Grade `jobs`, `parallel` at a time, yielding each result as it is known (not in
+        job order). Ctrl-C stops taking new jobs and lets the running ones finish.
+
+        Raises `assay.errors.UsageError`/`TaskError` before any grading if a job or task is
+        invalid, and `assay.errors.InfrastructureError` at the end, after every verdict was
+        yielded, naming the jobs that got none.
+        """
+        batch = self.batch(jobs, parallel=parallel)
+        out = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}grade-many-"))
+        try:
+            result = yield from batch.run(out)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+        if errors := result.tally.error_list:
+            shown = "; ".join(f"{e['id']}: {e['error']}" for e in errors[:5])
+            raise InfrastructureError(f"{len(errors)} job(s) got no verdict: {shown}")
+
+    def batch(self, jobs: Iterable[Job | BatchJob], *, parallel: int = 2) -> Batch:
+        """The engine under `grade_many` and `assay grade-many`: a checked plan to `run`."""
+        return Batch(self, list(jobs), parallel)
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def runtime(self) -> Runtime:
+        """The container runtime, opened on first use."""
+        if self._runtime is None:
+            self._runtime = docker_runtime(self.oci_runtime)
+        return self._runtime
+
+    def _pool(self, rt: Runtime) -> JudgePool:
+        if self._judges is None:
+            self._judges = JudgePool(rt)
+        return self._judges
+
+    def close(self) -> None:
+        """Remove the judges kept for reuse, if any."""
+        if self._judges is not None:
+            self._judges.close()
+            self._judges = None
+
+    def __enter__(self) -> Grader:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class Batch:
+    """Many jobs, checked up front (tasks load, ids are unique, tiers are decided, the image
+    exists); `run` grades them."""
+
+    def __init__(self, grader: Grader, jobs: list[Job | BatchJob], parallel: int) -> None:
+        self.grader = grader
+        self.parallel = parallel
+        self.jobs = [_batch_job(j, n) for n, j in enumerate(jobs)]
+        no_duplicate_ids(self.jobs)
+        self.tasks = load_tasks(self.jobs)
+        self.tiers: dict[str, Tier] = {
+            t.id: pick_tier(t, None, unsafe_baseline=False) for t in self.tasks.values()
+        }
+        inner = grader._runtime or docker_runtime(grader.oci_runtime, parallel=parallel)
+        self.rt = ObservedRuntime(inner)
+        self.rt.image_digest(grader.image)  # a missing image is one error, not N job errors
+
+    def run(
+        self, out: Path, progress: Progress | None = None
+    ) -> Generator[Graded, None, BatchResult]:
+        """Grade into `out` (verdict files, summary.json, log.jsonl; rerunning resumes),
+        yielding each result; returns the batch's result."""
+        g = self.grader
+        judges = JudgePool(self.rt, max_idle=2 * self.parallel) if g.reuse_judges else None
+        shared = [Shared("judge-pool", judges.gid, judges.close)] if judges else []
+
+        grade = batch_grader(self.rt, self.tiers, g.image, judges)
+
+        outcomes = iter_batch(
+            out, self.jobs, self.tasks, grade, g._private_key, self.parallel,
+            sweep=self.rt.inner.sweep, cancel=self.rt.cancel, progress=progress, shared=shared,
+        )  # fmt: skip
+        while True:
+            try:
+                o = next(outcomes)
+            except StopIteration as done:
+                result: BatchResult = done.value
+                return result
+            if o.verdict is not None and o.envelope is not None:
+                yield Graded(o.verdict, o.envelope, o.id)
+
+
+def batch_grader(
+    rt: ObservedRuntime, tiers: dict[str, Tier], image: str, judges: JudgePool | None
+) -> GradeFn:
+    """One grading of a batch: on the task's tier, with a judge from `judges` if given; the
+    grading's call timings are dropped from `rt` when it ends."""
+
+    def grade(task: Task, submission: Submission, gid: str) -> Verdict:
+        try:
+            with as_source(submission, task, gid) as source:
+                verdict, _ = run_tier(
+                    rt, task, source, tiers[task.id], image, grading_id=gid, judges=judges
+                )
+            return verdict
+        finally:
+            if judges is not None:
+                judges.finish(gid)
+            rt.take(gid)
+
+    return grade
+
+
+def _batch_job(job: Job | BatchJob, n: int) -> BatchJob:
+    if isinstance(job, BatchJob):
+        return job
+    where = f"job {n}"
+    job_id = check_id(job.id, where) if job.id is not None else f"job-{n:06d}"
+    task_path = job.task.root if isinstance(job.task, Task) else Path(job.task)
+    return BatchJob(job_id, task_path, job.submission, where)

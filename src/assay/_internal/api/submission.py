@@ -1,0 +1,88 @@
+"""Turn what a caller hands `Grader.grade` into a `Source` the tiers take.
+
+Every form ends as a path the tier reads through the archive firewall: a mapping or a file
+object is written to a private temp file first, never unpacked by us.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Union
+
+from assay.errors import UsageError
+
+from ..firewall.mapping import write_mapping_tar
+from ..model.task import Task
+from ..runtime.scope import TEMP_PREFIX
+from ..tiers.controller import Source
+
+_COPY_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Agent:
+    """Run `command` (with `sh -c`) as the agent in the agent container, with the task's inputs
+    at /task and `directory` (if any) read-only at /agent; grade what it leaves in /workspace."""
+
+    command: str
+    directory: str | os.PathLike[str] | None = None
+
+
+Submission = Union[  # noqa: UP007  (a runtime alias: `X | Y` of these types is not one)
+    str, os.PathLike[str], BinaryIO, Mapping[str, Union[str, bytes]], Agent  # noqa: UP007
+]
+"""A directory, a tar file (path or binary file object), a mapping of relative path to
+contents, or an `Agent` to run."""
+
+
+def raw_cap(task: Task) -> int:
+    """How many raw bytes a file-object submission may have: the task's artifact cap plus room
+    for tar headers (the firewall then applies the exact limits)."""
+    return task.config.limits.artifact_bytes * 2 + (1 << 20)
+
+
+@contextmanager
+def as_source(submission: Submission, task: Task, grading_id: str) -> Iterator[Source]:
+    """A Source for `submission`; temp files live until the block ends. The temp dir carries
+    the grading id, so a batch that was killed sweeps it on its next run."""
+    if isinstance(submission, Agent):
+        directory = None if submission.directory is None else Path(submission.directory)
+        yield Source(agent_cmd=submission.command, agent_dir=directory)
+        return
+    if isinstance(submission, str | os.PathLike):
+        yield Source(path=Path(submission))
+        return
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{grading_id}-submission-"))
+    try:
+        spooled = tmp / "submission.tar"
+        with spooled.open("xb") as sink:
+            if isinstance(submission, Mapping):
+                write_mapping_tar(submission, sink)
+            elif hasattr(submission, "read"):
+                _copy_capped(submission, sink, raw_cap(task))
+            else:
+                raise UsageError(
+                    "a submission is a directory or tar path, a binary file object, a mapping "
+                    f"of relative path to str or bytes, or an assay.Agent; not a "
+                    f"{type(submission).__name__}"
+                )
+        yield Source(path=spooled)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _copy_capped(source: BinaryIO, sink: BinaryIO, cap: int) -> None:
+    total = 0
+    while chunk := source.read(_COPY_CHUNK):
+        if not isinstance(chunk, bytes | bytearray):
+            raise UsageError("a file-object submission must be opened in binary mode")
+        total += len(chunk)
+        if total > cap:
+            raise UsageError(f"the submission is larger than {cap} bytes, over the task's cap")
+        sink.write(chunk)

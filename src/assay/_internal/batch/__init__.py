@@ -1,0 +1,1 @@
+"""`assay grade-many`: jobs, the resumable journal and the bounded parallel run."""

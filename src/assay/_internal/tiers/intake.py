@@ -1,0 +1,217 @@
+"""Agent -> host boundary: take the declared artifacts out, through the firewall, onto the host.
+
+Nothing the agent left behind reaches any other component except as the firewall's
+normalised archive (and a directory materialised from it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, cast
+
+from assay.errors import UsageError
+
+from ..firewall.check import Accepted, FirewallLimits, Rejected, check
+from ..firewall.dirstream import DirStream
+from ..firewall.materialise import materialise
+from ..firewall.tarnames import Globs
+from ..model.task import Task
+from ..runtime import (
+    ArchiveTooLarge,
+    Bind,
+    ContainerSpec,
+    GradingScope,
+    Limits,
+    RuntimeError_,
+    Scratch,
+)
+from ..runtime.base import ceilings_hit
+
+WORKSPACE = "/workspace"
+
+
+@dataclass(frozen=True)
+class Submission:
+    digest: str
+    accepted: Accepted
+    archive: Path
+    files: Path
+    """Materialised from the normalised archive; world-readable, safe to bind read-only."""
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The firewall (or a cap before it) refused the artifacts; the grading fails with `reason`."""
+
+    reason: str
+    member: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    exit_code: int | None
+    timed_out: bool
+    duration_s: float
+
+
+def firewall_limits(task: Task) -> FirewallLimits:
+    return FirewallLimits(
+        max_total_bytes=task.config.limits.artifact_bytes,
+        max_file_bytes=min(task.config.limits.artifact_bytes, FirewallLimits().max_file_bytes),
+    )
+
+
+def through_firewall(
+    scope: GradingScope,
+    source: BinaryIO,
+    limits: FirewallLimits,
+    artifacts: Sequence[str] | None,
+    strip_prefix: str | None,
+    purpose: str,
+    rules: str = "firewall",
+) -> Submission | Refused:
+    """`rules`: the reason prefix a refusal gets (`judge-firewall` for what the judge left)."""
+    out_dir = scope.tempdir(f"{purpose}-archive")
+    archive = out_dir / "normalised.tar"
+    with archive.open("wb") as sink:
+        result = check(source, sink, limits, artifacts=artifacts, strip_prefix=strip_prefix)
+    if isinstance(result, Rejected):
+        return Refused(f"{rules}:{result.rule}", result.member, result.detail)
+    files = scope.tempdir(f"{purpose}-files")
+    files.chmod(0o755)
+    with archive.open("rb") as fh:
+        materialise(fh, files)
+    return Submission(result.digest, result, archive, files)
+
+
+def spool_from_container(
+    scope: GradingScope, cid: str, path: str, cap: int, purpose: str
+) -> Path | Refused:
+    spool = scope.tempdir(f"{purpose}-spool") / "raw.tar"
+    try:
+        with spool.open("wb") as sink:
+            scope.runtime.get_archive(cid, path, sink, cap)
+    except ArchiveTooLarge as exc:
+        return Refused("limit:artifact-bytes", path, str(exc))
+    return spool
+
+
+def take_from_container(
+    scope: GradingScope,
+    cid: str,
+    path: str,
+    cap: int,
+    limits: FirewallLimits,
+    artifacts: Sequence[str] | None,
+    strip_prefix: str | None,
+    purpose: str,
+    rules: str = "firewall",
+) -> Submission | Refused:
+    """`path` of a (frozen) container, spooled with a raw byte cap, through the firewall."""
+    spooled = spool_from_container(scope, cid, path, cap, purpose)
+    if isinstance(spooled, Refused):
+        return spooled
+    with spooled.open("rb") as fh:
+        return through_firewall(scope, fh, limits, artifacts, strip_prefix, purpose, rules)
+
+
+def from_path(scope: GradingScope, task: Task, path: Path) -> Submission | Refused:
+    """Grade a directory or tar produced elsewhere: it crosses the same firewall.
+
+    Nothing is packed first: a directory is streamed into the firewall with only its artifacts'
+    data (dirstream), and from a tar only the kept files' data is spooled, so the host writes
+    what is kept and no more (docs/firewall.md, "Host writes")."""
+    limits = firewall_limits(task)
+    globs = task.config.artifacts
+    if path.is_dir():
+        with DirStream(path, Globs(globs), limits) as stream:
+            source = cast(BinaryIO, stream)
+            return through_firewall(scope, source, limits, globs, None, "submission")
+    if path.is_file():
+        with path.open("rb") as fh:
+            return through_firewall(scope, fh, limits, globs, None, "submission")
+    raise UsageError(f"--submission {path}: no such file or directory")
+
+
+def agent_spec(
+    task: Task, scope: GradingScope, image: str, agent_dir: Path | None, hardened: bool = True
+) -> ContainerSpec:
+    lim = task.config.limits
+    binds = [Bind(task.inputs_dir, "/task")]
+    if agent_dir is not None:
+        binds.append(Bind(agent_dir.resolve(), "/agent"))
+    return ContainerSpec(
+        image=image,
+        grading_id=scope.grading_id,
+        role="agent",
+        binds=tuple(binds),
+        scratch=(Scratch(WORKSPACE, lim.artifact_bytes),),
+        limits=Limits(
+            memory_bytes=max(lim.memory_mb, 512) * 2**20, pids=max(lim.pids, 128), cpus=lim.cpus
+        ),
+        workdir=WORKSPACE,
+        hardened=hardened,
+    )
+
+
+def run_agent(
+    scope: GradingScope,
+    task: Task,
+    image: str,
+    agent_cmd: str,
+    agent_dir: Path | None,
+) -> tuple[Submission | Refused, AgentRun]:
+    """Run the agent with the inputs at /task and a capped /workspace; freeze it; take the
+    workspace out. Pausing first means a background process cannot change the files
+    while they are read."""
+    rt = scope.runtime
+    cid = scope.container(agent_spec(task, scope, image, agent_dir))
+    res = rt.exec(
+        cid,
+        ("sh", "-c", agent_cmd),
+        deadline_s=task.config.limits.agent_timeout,
+        output_cap=0,
+        workdir=WORKSPACE,
+        capture=False,
+    )
+    run = AgentRun(res.exit_code, res.timed_out, res.duration_s)
+    events = rt.limit_events(cid)
+    if res.exited:
+        # The whole sandbox stopped under the agent (runsc does at its memory limit): there is
+        # nothing to freeze or read, and only a limit the agent hit can be blamed on it.
+        oom = rt.oom_killed(cid) or events.get("memory", 0) > 0
+        scope.discard(cid)
+        if not oom:
+            raise RuntimeError_("the agent's container stopped during its run at no limit")
+        return Refused("limit:agent-memory", WORKSPACE, "the agent hit its memory limit"), run
+    try:
+        rt.pause(cid)
+    except RuntimeError_:
+        # Unfreezable after retries: its files cannot be read consistently, so it fails.
+        scope.discard(cid)
+        limit = "pids" if events.get("pids", 0) else "freeze"
+        return Refused(f"limit:agent-{limit}", WORKSPACE, "the agent could not be frozen"), run
+    cap = task.config.limits.artifact_bytes * 2 + (1 << 20)  # tar headers on top of content
+    spooled = spool_from_container(scope, cid, WORKSPACE, cap, "agent")
+    hit = ceilings_hit(rt, cid)
+    scope.discard(cid)
+    if isinstance(spooled, Refused):
+        return spooled, run
+    # An agent that hit a ceiling fails, whatever it left behind: a result produced by
+    # exhausting shared resources is not one to reward, and the reason must name the limit.
+    if "pids" in hit:
+        return Refused("limit:agent-pids", WORKSPACE, "the agent hit its process limit"), run
+    if "memory" in hit:
+        return Refused("limit:agent-memory", WORKSPACE, "the agent hit its memory limit"), run
+    if spooled.stat().st_size >= task.config.limits.artifact_bytes * 0.95:
+        return Refused("limit:agent-disk", WORKSPACE, "the agent filled its workspace"), run
+    if res.timed_out:
+        return Refused("limit:agent-time", WORKSPACE, "the agent ran past its deadline"), run
+    with spooled.open("rb") as fh:
+        sub = through_firewall(
+            scope, fh, firewall_limits(task), task.config.artifacts, "workspace", "agent"
+        )
+    return sub, run

@@ -1,0 +1,97 @@
+"""Read the judge's report. The judge is trusted code, but it reads candidate output, so its own
+output is treated as hostile bytes: bounded, unambiguous JSON with exactly the judge's fields.
+
+`verdict_from_judge` is the entry point the controller uses: it cannot raise on bad judge output
+and it cannot return a pass from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from assay._internal.model.strict_json import StrictJSONError, loads_strict, shown
+from assay._internal.model.verdict import (
+    MAX_CASES,
+    MAX_REASONS,
+    CaseResult,
+    ControllerFacts,
+    ReasonCode,
+    Verdict,
+    build_verdict,
+    error_verdict,
+)
+from assay.errors import AssayError
+
+DEFAULT_MAX_BYTES = 1 << 20
+MAX_DEPTH = 8  # {"cases": [{...}]} is depth 3; anything much deeper is not a judge report
+INVALID_OUTPUT = "judge:invalid-output"
+
+# Fields a judge might try to set to promote itself; naming them makes the rejection legible.
+_CONTROLLER_FIELDS = frozenset(Verdict.model_fields) - {"cases", "reason_codes"}
+
+
+class JudgeReportError(AssayError):
+    """The judge's output was not a valid report. `reason_codes` go into the error verdict."""
+
+    def __init__(self, detail: str, message: str) -> None:
+        super().__init__(f"judge output rejected: {message}")
+        self.detail = detail
+
+    @property
+    def reason_codes(self) -> tuple[str, str]:
+        return INVALID_OUTPUT, f"judge:{self.detail}"
+
+
+class JudgeReport(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+    cases: Annotated[list[CaseResult], Field(max_length=MAX_CASES)]
+    reasons: Annotated[list[ReasonCode], Field(max_length=MAX_REASONS)] = Field(
+        default_factory=list
+    )
+
+
+def _describe(exc: ValidationError) -> str:
+    first = exc.errors(include_url=False, include_input=False)[0]
+    where = ".".join(shown(str(part)) for part in first["loc"]) or "<root>"
+    return f"{where}: {first['msg']} ({exc.error_count()} problem(s))"
+
+
+def parse_judge_report(raw: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> JudgeReport:
+    """Parse the judge's stdout, or raise JudgeReportError saying which rule it broke."""
+    try:
+        data = loads_strict(raw, max_bytes=max_bytes, max_depth=MAX_DEPTH)
+    except StrictJSONError as exc:
+        raise JudgeReportError(exc.code, str(exc)) from None
+    if not isinstance(data, dict):
+        raise JudgeReportError("schema", f"expected a JSON object, got {type(data).__name__}")
+    if owned := sorted(_CONTROLLER_FIELDS.intersection(data)):
+        raise JudgeReportError(
+            "controller-field", f"sets controller-owned field(s) {', '.join(owned)}"
+        )
+    try:
+        return JudgeReport.model_validate(data)
+    except ValidationError as exc:
+        raise JudgeReportError("schema", _describe(exc)) from None
+
+
+def verdict_from_judge(
+    facts: ControllerFacts,
+    raw: bytes,
+    expected_case_count: int,
+    extra_reasons: Sequence[str] = (),
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Verdict:
+    """The verdict for a grading whose judge printed `raw`; an invalid report is an error
+    verdict carrying `judge:invalid-output` and the specific rule it broke."""
+    try:
+        report = parse_judge_report(raw, max_bytes)
+    except JudgeReportError as exc:
+        first, detail = exc.reason_codes
+        return error_verdict(facts, first, [detail, *extra_reasons])
+    return build_verdict(
+        facts, report.cases, expected_case_count, [*report.reasons, *extra_reasons]
+    )

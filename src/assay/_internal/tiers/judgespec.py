@@ -1,0 +1,30 @@
+"""The judge container's spec, shared by the strict tier and the judge pool (which reuses
+judges across gradings); it lives apart from both so neither imports the other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..model.task import Task
+from ..runtime import Bind, ContainerSpec, Limits, Scratch
+
+INCONTAINER = Path(__file__).resolve().parents[2] / "_incontainer"
+JUDGE_LIMITS = Limits(memory_bytes=1 << 30, pids=64, cpus=1.0)
+HANDOFF = "/handoff"
+
+
+def judge_spec(task: Task, image: str, gid: str, handoff: Path | None = None) -> ContainerSpec:
+    """`handoff`: a host directory, read-only at /handoff, where the controller leaves the
+    runner's output for `compare` (a file write instead of an archive upload per grading)."""
+    binds = [Bind(task.judge_dir, "/judge"), Bind(INCONTAINER, "/assay")]
+    if handoff is not None:
+        binds.append(Bind(handoff, HANDOFF))
+    return ContainerSpec(
+        image=image,
+        grading_id=gid,
+        role="judge",
+        binds=tuple(binds),
+        scratch=(Scratch("/state", 64 << 20), Scratch("/exchange", 512 << 20)),
+        limits=JUDGE_LIMITS,
+        workdir="/judge",
+    )

@@ -1,0 +1,280 @@
+"""The strict tier (T3): agent, candidate and judge in three containers; the controller between.
+
+Data flow, each arrow a boundary the controller polices:
+  judge(prepare) --inputs--> controller --inputs--> candidate(runner) --output bytes-->
+  controller --bytes--> judge(compare) --report--> controller (schema-checked verdict)
+The candidate never holds an expected value; the judge never runs candidate code.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+import secrets
+import tarfile
+from pathlib import Path
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+from ..firewall.check import FirewallLimits
+from ..firewall.materialise import read_materialised
+from ..model.strict_json import StrictJSONError, loads_strict
+from ..model.task import Task
+from ..model.verdict import Verdict
+from ..runtime import (
+    Bind,
+    ContainerSpec,
+    ExecResult,
+    GradingScope,
+    Limits,
+    Runtime,
+    RuntimeError_,
+    Scratch,
+)
+from ..runtime.base import ceilings_hit
+from ..runtime.scope import new_grading_id
+from .controller import Grading, Source
+from .intake import Refused, through_firewall
+from .judge_report import INVALID_OUTPUT, verdict_from_judge
+from .judgespec import HANDOFF, INCONTAINER, judge_spec
+from .overlap import Background
+
+if TYPE_CHECKING:
+    from .judgepool import JudgePool
+
+MAX_INPUTS_BYTES = 16 << 20
+PHASE_SLACK_S = 30.0
+JUDGE_STOPPED_PROBE_S = 2.0
+
+
+def candidate_spec(task: Task, image: str, gid: str, files: Path, inputs: Path) -> ContainerSpec:
+    lim = task.config.limits
+    scratch = (Scratch("/output", lim.artifact_bytes),) if task.config.kind == "transform" else ()
+    return ContainerSpec(
+        image=image,
+        grading_id=gid,
+        role="candidate",
+        binds=(Bind(files, "/candidate"), Bind(inputs, "/inputs"), Bind(INCONTAINER, "/assay")),
+        scratch=scratch,
+        limits=Limits(memory_bytes=lim.memory_mb * 2**20, pids=lim.pids, cpus=lim.cpus),
+        workdir="/candidate",
+    )
+
+
+def runner_argv(task: Task) -> tuple[str, ...]:
+    c = task.config
+    argv = [
+        "python3", "-I", "/assay/runner.py", "--kind", c.kind,
+        "--case-timeout", str(c.limits.case_timeout),
+        "--output-cap", str(c.limits.output_bytes),
+    ]  # fmt: skip
+    if c.function is not None:
+        argv += ["--entry", c.function.entry]
+    spec = c.cli or c.transform
+    if spec is not None:
+        argv += ["--command-json", json.dumps(spec.command)]
+    return tuple(argv)
+
+
+def compare_argv(task: Task, runner_output: str = "/exchange/runner.json") -> tuple[str, ...]:
+    j = task.config.judge
+    assert j is not None
+    argv = [
+        "python3", "-I", "/assay/judge.py", "compare", "--kind", task.config.kind,
+        "--comparator", j.comparator,
+        "--rel-tol", repr(j.tolerances[0]), "--abs-tol", repr(j.tolerances[1]),
+        "--output-cap", str(task.config.limits.output_bytes),
+        "--runner-output", runner_output,
+    ]  # fmt: skip
+    if j.custom:
+        argv += ["--custom", j.custom]
+    return tuple(argv)
+
+
+def prepare_argv(task: Task, seed: str) -> tuple[str, ...]:
+    j = task.config.judge
+    assert j is not None
+    src = ["--cases", j.cases] if j.cases else ["--generator", str(j.generator)]
+    if j.custom:
+        src.append("--custom-file")
+    return ("python3", "-I", "/assay/judge.py", "prepare", "--seed", seed,
+            "--kind", task.config.kind, *src)  # fmt: skip
+
+
+def transform_outputs(
+    scope: GradingScope, runner_out: bytes, cases: list[dict[str, Any]], cap: int
+) -> bytes | Refused:
+    """Each case's output archive through the firewall on its own (the candidate -> judge
+    boundary), then one archive of `output/<index>/...` for the judge. A runner report the
+    controller cannot read yields no outputs: the judge then fails every case on it."""
+    try:
+        report = loads_strict(runner_out, max_bytes=len(runner_out) + 1)
+        by_id = {c["id"]: c for c in report["cases"] if c.get("status") == "ok"}
+    except (StrictJSONError, TypeError, KeyError, AttributeError):
+        return single_dir_tar("output")
+    index = {case["id"]: i for i, case in enumerate(cases)}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as combined:
+        add_dir(combined, "output")
+        for case_id, rc in by_id.items():
+            if case_id not in index:
+                continue
+            try:
+                raw = base64.b64decode(rc["output_b64"], validate=True)
+            except (binascii.Error, TypeError, KeyError):
+                return Refused("output-firewall:bad-encoding", str(case_id)[:64], "not base64")
+            out = through_firewall(
+                scope, io.BytesIO(raw), FirewallLimits(max_total_bytes=cap), None, None,
+                "output", "output-firewall",
+            )  # fmt: skip
+            if isinstance(out, Refused):
+                return out
+            prefix = f"output/{index[case_id]}"
+            add_dir(combined, prefix)
+            for entry in out.accepted.manifest:
+                if entry.kind == "dir":
+                    add_dir(combined, f"{prefix}/{entry.path}")
+                else:
+                    data = read_materialised(out.files, entry.path)
+                    info = tarfile.TarInfo(f"{prefix}/{entry.path}")
+                    info.size, info.mode = len(data), 0o644
+                    combined.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def add_dir(tf: tarfile.TarFile, name: str) -> None:
+    info = tarfile.TarInfo(name)
+    info.type, info.mode = tarfile.DIRTYPE, 0o755
+    tf.addfile(info)
+
+
+def single_dir_tar(name: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        add_dir(tf, name)
+    return buf.getvalue()
+
+
+def grade_strict(
+    rt: Runtime,
+    task: Task,
+    source: Source,
+    image: str,
+    grading_id: str | None = None,
+    judges: JudgePool | None = None,
+) -> Verdict:
+    """`judges`: borrow a reset judge from this pool instead of starting a fresh one (batch
+    grading only; docs/security.md). The caller must call `judges.finish(gid)` afterwards."""
+    g = Grading(rt, task, "t3", image, gid=grading_id or new_grading_id())
+    lim = task.config.limits
+    reasons: list[str] = []
+
+    with g.scope() as scope:
+        inputs = scope.tempdir("inputs")
+        inputs.chmod(0o755)
+        seed = str(secrets.randbits(128))
+
+        def start_judge() -> tuple[str, ExecResult, Path]:
+            t0 = monotonic()
+            if judges is not None and judges.reusable(task):
+                judge, reused = judges.acquire(task, image, g.gid)
+                g.used("judge", image)  # the pool created it, not this grading's scope
+                handoff = judges.handoff_dir(judge)
+                if reused:
+                    reasons.append("note:judge-reused")
+            else:
+                handoff = scope.tempdir("handoff")
+                handoff.chmod(0o755)
+                judge = scope.container(judge_spec(task, image, g.gid, handoff))
+            prep = rt.exec(
+                judge, prepare_argv(task, seed),
+                deadline_s=lim.total_timeout, output_cap=MAX_INPUTS_BYTES,
+            )  # fmt: skip
+            g.lap("judge_prepare", t0)
+            return judge, prep, handoff
+
+        # The judge starts and prepares while the submission is taken and the candidate's
+        # container starts (docs/performance.md). They share nothing, and the candidate runs no
+        # code until the runner is started, after its inputs are in place.
+        cand: str | None = None
+        with Background(start_judge) as judge_job:
+            taken = g.take_submission(scope, source)
+            if not isinstance(taken, Refused):
+                t0 = monotonic()
+                cand = scope.container(candidate_spec(task, image, g.gid, taken.files, inputs))
+                g.lap("candidate_start", t0)
+        judge, prep, handoff = judge_job.result()
+        if prep.exit_code != 0:
+            # No candidate output exists yet, so nothing the submission did can explain this: it
+            # is a broken task or engine, never a verdict on the submission (no signed fail).
+            raise RuntimeError_(
+                f"the judge's prepare step failed ({_how(prep)}): {_tail(prep.stderr)}"
+            )
+        try:
+            cases = loads_strict(prep.stdout, max_bytes=MAX_INPUTS_BYTES)
+            n_cases = len(cases)
+            (inputs / "cases.json").write_bytes(json.dumps(cases).encode())
+            (inputs / "cases.json").chmod(0o644)
+        except (StrictJSONError, TypeError) as exc:
+            return g.fail("judge:invalid-inputs", [f"judge:{getattr(exc, 'code', 'inputs')}"])
+        if isinstance(taken, Refused):
+            return g.fail(taken.reason)
+        assert cand is not None
+
+        t0 = monotonic()
+        per_case = lim.output_bytes * 4 // 3 + 1024
+        run = rt.exec(
+            cand, runner_argv(task),
+            deadline_s=min(lim.total_timeout, n_cases * lim.case_timeout + PHASE_SLACK_S),
+            output_cap=n_cases * per_case + 65536,
+        )  # fmt: skip
+        if run.timed_out:
+            reasons.append("limit:total-time")
+        if run.truncated:
+            reasons.append("limit:runner-output")
+        reasons.extend(f"limit:{c}" for c in reversed(ceilings_hit(rt, cand)))
+        if run.exited and "limit:memory" not in reasons:
+            # Stopped under the runner by nothing the candidate can reach: an engine fault.
+            raise RuntimeError_("the candidate's container stopped during its run at no limit")
+        if task.config.kind == "transform" and not (run.timed_out or run.truncated):
+            outputs = transform_outputs(scope, run.stdout, cases, lim.artifact_bytes)
+            if isinstance(outputs, Refused):
+                return g.fail(outputs.reason)
+            rt.put_archive(judge, "/exchange", outputs)
+        g.lap("candidate", t0)
+
+        # The candidate's removal overlaps the comparison; it is joined (and its failure
+        # raised) before any verdict leaves this function.
+        with Background(lambda: scope.discard(cand)) as removal:
+            t0 = monotonic()
+            (handoff / "runner.json").write_bytes(run.stdout)
+            (handoff / "runner.json").chmod(0o644)
+            cmp = rt.exec(
+                judge, compare_argv(task, f"{HANDOFF}/runner.json"),
+                deadline_s=lim.total_timeout, output_cap=8 << 20,
+            )  # fmt: skip
+            g.lap("judge_compare", t0)
+        removal.result()
+        if cmp.exit_code != 0:
+            if cmp.exited or rt.wait(judge, JUDGE_STOPPED_PROBE_S) is not None:
+                # The judge's container itself stopped (killed from outside, engine fault):
+                # candidate bytes cannot stop it, so this is no verdict rather than a fail.
+                raise RuntimeError_("the judge's container stopped during compare")
+            # A judge that ran and failed may have choked on the candidate's bytes: fail safe.
+            return g.fail("judge:compare-failed")
+        verdict = verdict_from_judge(g.facts(), cmp.stdout, n_cases, reasons)
+        if judges is not None and INVALID_OUTPUT not in verdict.reason_codes:
+            judges.release(g.gid)  # only a judge that behaved to the end serves again
+        return verdict
+
+
+def _how(res: ExecResult) -> str:
+    return "timed out" if res.timed_out else f"exit {res.exit_code}"
+
+
+def _tail(stderr: bytes, cap: int = 400) -> str:
+    """The end of trusted judge stderr, one escaped line, for the infrastructure error."""
+    text = stderr[-cap:].decode("utf-8", "replace").strip()
+    return text.encode("unicode_escape").decode("ascii") or "(no output)"

@@ -1,0 +1,41 @@
+"""The `assay` command line. Each subcommand lives next to the boundary it drives."""
+
+from __future__ import annotations
+
+import click
+
+from assay._version import __version__
+
+
+@click.group()
+@click.version_option(__version__, prog_name="assay")
+def main() -> None:
+    """Grade AI coding agents; the graded code never touches what grades it."""
+
+
+# Subcommands register below, one line each.
+from assay.cli.grade import grade_cmd  # noqa: E402
+
+main.add_command(grade_cmd)
+from assay.cli.keys import keygen, verify  # noqa: E402
+
+main.add_command(keygen)
+main.add_command(verify)
+from assay.cli.firewall import firewall as firewall_group  # noqa: E402
+
+main.add_command(firewall_group)
+from assay.cli.grade_many import grade_many_cmd  # noqa: E402
+
+main.add_command(grade_many_cmd)
+from assay.cli.bench import bench_cmd  # noqa: E402
+
+main.add_command(bench_cmd)
+from assay.cli.matrix import matrix_cmd  # noqa: E402
+
+main.add_command(matrix_cmd)
+from assay.cli.gc import gc_cmd  # noqa: E402
+
+main.add_command(gc_cmd)
+from assay.cli.importer import import_cmd  # noqa: E402
+
+main.add_command(import_cmd)

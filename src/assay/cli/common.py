@@ -1,0 +1,60 @@
+"""What the commands share: the engine options, and the one place an error becomes an exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import NoReturn, TypeVar
+
+import click
+
+from assay._internal.runtime.engine import OCI_RUNTIMES
+from assay._internal.runtime.images import DEFAULT_BASE_IMAGE
+from assay.errors import AssayError
+
+F = TypeVar("F", bound=Callable[..., object])
+
+EXIT_INTERRUPTED = 130
+
+
+def engine_options(fn: F) -> F:
+    """--base-image and --runtime, the same on every command that starts containers."""
+    fn = click.option(
+        "--runtime", "oci_runtime", type=click.Choice(list(OCI_RUNTIMES)), default="runc"
+    )(fn)
+    return click.option(
+        "--base-image", default=lambda: os.environ.get("ASSAY_BASE_IMAGE", DEFAULT_BASE_IMAGE)
+    )(fn)
+
+
+def say_error(message: str) -> None:
+    # Plain echo, not rich: the reason must stay one unwrapped line for people and scripts.
+    click.echo(message, err=True)
+
+
+def fail(exc: AssayError, render: Callable[[AssayError], None] | None = None) -> NoReturn:
+    """Report `exc` and exit with its code: 1 verification, 2 usage or task, 3 no verdict."""
+    if render is not None:
+        render(exc)
+    else:
+        say_error(f"assay: {exc.diagnostics()}")
+    sys.exit(exc.exit_code)
+
+
+@contextmanager
+def exit_codes(
+    interrupted: str | None = None, render: Callable[[AssayError], None] | None = None
+) -> Iterator[None]:
+    """Run a command's body: an AssayError exits with its code, Ctrl-C with 130 after printing
+    `interrupted` (when the command has something to say about what was cleaned up)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if interrupted is None:
+            raise
+        say_error(interrupted)
+        sys.exit(EXIT_INTERRUPTED)
+    except AssayError as exc:
+        fail(exc, render)

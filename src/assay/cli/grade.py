@@ -1,0 +1,95 @@
+"""`assay grade`: one task, one submission, one signed verdict."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+import assay
+from assay._internal.model.verdict import TIER_TITLES, UNSAFE_TIERS
+from assay.errors import UsageError
+
+from .common import engine_options, exit_codes
+
+EXIT_PASSED, EXIT_FAILED = 0, 1
+
+
+def _summary(console: Console, v: assay.Verdict, out: Path) -> None:
+    mark = "[bold green]PASSED[/]" if v.passed else "[bold red]FAILED[/]"
+    n_pass = sum(c.status == "pass" for c in v.cases)
+    console.print(
+        f"{mark} {v.task_id} tier={v.tier} score={v.score:.3f} "
+        f"cases={n_pass}/{v.expected_case_count} grading={v.grading_id}"
+    )
+    for c in v.cases:
+        console.print(f"  {c.status:8} {c.id}  ({c.duration_s:.3f}s)", markup=False)
+    if v.reason_codes:
+        console.print("  reasons: " + ", ".join(v.reason_codes), markup=False)
+    console.print(f"  signed verdict: {out}", markup=False)
+
+
+@click.command("grade")
+@click.argument("task_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--submission", type=click.Path(path_type=Path), help="Directory or tar to grade.")
+@click.option("--agent-cmd", help="Run this as the agent in the agent container.")
+@click.option(
+    "--agent-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Directory mounted read-only at /agent for --agent-cmd.",
+)
+@click.option("--tier", type=click.Choice(list(TIER_TITLES)), help="Override the tier.")
+@click.option(
+    "--unsafe-baseline",
+    is_flag=True,
+    help="Allow the unsafe baselines t0/t1 (for demonstrating attacks only).",
+)
+@engine_options
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Envelope path.")
+@click.option("--key", type=click.Path(dir_okay=False, path_type=Path), help="Signing key.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict JSON on stdout.")
+def grade_cmd(
+    task_dir: Path,
+    submission: Path | None,
+    agent_cmd: str | None,
+    agent_dir: Path | None,
+    tier: str | None,
+    unsafe_baseline: bool,
+    base_image: str,
+    oci_runtime: str,
+    out: Path | None,
+    key: Path | None,
+    as_json: bool,
+) -> None:
+    """Grade TASK_DIR; exit 0 passed, 1 failed, 2 usage or task error, 3 no verdict."""
+    err = Console(stderr=True)
+    with exit_codes(interrupted="interrupted: grading stopped, its containers and files removed"):
+        if (submission is None) == (agent_cmd is None):
+            raise UsageError("give exactly one of --submission PATH and --agent-cmd CMD")
+        if agent_dir is not None and agent_cmd is None:
+            raise UsageError("--agent-dir only goes with --agent-cmd")
+        task = assay.load_task(task_dir)
+        chosen = assay.Grader.tier_for(task, tier, unsafe_baseline=unsafe_baseline)
+        if chosen in UNSAFE_TIERS:
+            err.print(
+                f"[bold yellow]warning:[/] {chosen} is an UNSAFE baseline; its verdict "
+                "can be forged by the submission. Never use it to score anything."
+            )
+        with assay.Grader(image=base_image, oci_runtime=oci_runtime, key=key) as grader:
+            if grader.created_key:
+                err.print(f"created signing key; public key at {grader.public_key}", markup=False)
+            what: assay.Submission = submission or Path()
+            if agent_cmd is not None:
+                what = assay.Agent(agent_cmd, agent_dir)
+            graded = grader.grade(task, what, tier=chosen, unsafe_baseline=unsafe_baseline)
+        verdict = graded.verdict
+        target = out or Path("assay-out") / f"{verdict.grading_id}.dsse.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(graded.envelope)
+    if as_json:
+        click.echo(verdict.model_dump_json(indent=2))
+    else:
+        _summary(Console(), verdict, target)
+    sys.exit(EXIT_PASSED if verdict.passed else EXIT_FAILED)

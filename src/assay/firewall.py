@@ -1,0 +1,16 @@
+"""The archive firewall as a library (docs/firewall.md).
+
+`check(source, sink, limits, artifacts=..., strip_prefix=...)` reads a tar stream (plain or
+compressed) with limits and returns `Accepted` (having written a normalised archive to `sink`)
+or `Rejected` (naming the rule); it never raises for a hostile archive. `materialise` writes a
+normalised archive into an empty directory without following links, raising
+`assay.errors.FirewallError` if the archive is not one `check` produced.
+"""
+
+from __future__ import annotations
+
+from assay._internal.firewall.check import RULES, Accepted, Rejected, check
+from assay._internal.firewall.materialise import materialise
+from assay._internal.firewall.tarbase import FirewallLimits
+
+__all__ = ["RULES", "Accepted", "FirewallLimits", "Rejected", "check", "materialise"]

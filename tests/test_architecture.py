@@ -1,0 +1,147 @@
+"""The package layout is the one docs/architecture.md draws: the import rules in its table hold
+for every module, and no modules import each other in a cycle."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+ARCH = ROOT / "docs" / "architecture.md"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    """Every host-side module (the in-container scripts import nothing of assay)."""
+    found = {}
+    for path in sorted((SRC / "assay").rglob("*.py")):
+        if "_incontainer" not in path.parts:
+            found[_module_name(path)] = path
+    return found
+
+
+def imports(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Each module's assay imports, as module names (`from pkg import mod` names the module)."""
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                targets = [
+                    f"{target}.{a.name}" if f"{target}.{a.name}" in modules else target
+                    for a in node.names
+                ]
+            else:
+                continue
+            edges |= {t for t in targets if t in modules and t != name}
+        graph[name] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def rules() -> dict[str, set[str]]:
+    """The 'may import' column of docs/architecture.md's package table."""
+    table: dict[str, set[str]] = {}
+    for line in ARCH.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`"):
+            continue
+        package = cells[0].strip("`")
+        table[package] = set(re.findall(r"`([a-z_.]+)`", cells[2]))
+    return table
+
+
+def owner(module: str, packages: set[str]) -> str:
+    """The table row a module belongs to: its longest listed package prefix."""
+    best = ""
+    for p in packages:
+        if (module == p or module.startswith(p + ".")) and len(p) > len(best):
+            best = p
+    return best
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(imports(_modules())) == []
+
+
+def test_cycle_check_sees_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_every_module_has_a_row_in_the_map() -> None:
+    table = rules()
+    assert table, "docs/architecture.md has no package table"
+    unowned = [m for m in _modules() if not owner(m, set(table))]
+    assert unowned == []
+
+
+def test_imports_follow_the_map() -> None:
+    table = rules()
+    modules = _modules()
+    broken = []
+    for module, targets in imports(modules).items():
+        mine = owner(module, set(table))
+        for target in targets:
+            theirs = owner(target, set(table))
+            if theirs != mine and theirs not in table[mine]:
+                broken.append(f"{module} -> {target} ({mine} may not import {theirs})")
+    assert broken == []
+
+
+def test_the_map_rejects_a_forbidden_import() -> None:
+    """The rules bite: the firewall importing the tiers would be reported."""
+    table = rules()
+    assert "assay._internal.tiers" not in table["assay._internal.firewall"]
+    assert "assay._internal.api" not in table["assay._internal.tiers"]

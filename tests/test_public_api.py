@@ -1,0 +1,280 @@
+"""The public Python API: its names and signatures are pinned here; a change to either is a
+deliberate change to this file. The mapping submission's safety is shown both at the firewall
+(no engine) and through a real grading (docker)."""
+
+from __future__ import annotations
+
+import inspect
+import io
+import os
+import secrets
+import tarfile
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import assay
+import assay.errors
+import assay.firewall
+from assay._internal.firewall.mapping import write_mapping_tar
+
+ROOT = Path(__file__).resolve().parents[1]
+ADD = ROOT / "examples" / "add"
+CORRECT = "def add(a, b):\n    return a + b\n"
+WRONG = "def add(a, b):\n    return a - b\n"
+
+
+def test_all_is_pinned() -> None:
+    assert sorted(assay.__all__) == [
+        "Agent",
+        "Graded",
+        "Grader",
+        "Job",
+        "Submission",
+        "Task",
+        "Verdict",
+        "__version__",
+        "errors",
+        "firewall",
+        "keygen",
+        "load_task",
+        "verify",
+    ]
+    for name in assay.__all__:
+        assert hasattr(assay, name), name
+    assert assay.firewall.__all__ == [
+        "RULES",
+        "Accepted",
+        "FirewallLimits",
+        "Rejected",
+        "check",
+        "materialise",
+    ]
+
+
+SIGNATURES = {
+    "load_task": "(path: 'Path | str') -> 'Task'",
+    "keygen": "(directory: 'str | os.PathLike[str]') -> 'tuple[Path, Path]'",
+    "verify": "(envelope: 'bytes', public_key: 'str | os.PathLike[str] | Ed25519PublicKey', *, "
+    "subject: 'str | None' = None) -> 'Verdict'",
+    "Grader": "(*, runtime: 'Runtime | None' = None, image: 'str | None' = None, "
+    "oci_runtime: 'str' = 'runc', key: 'str | os.PathLike[str] | None' = None, "
+    "reuse_judges: 'bool' = False) -> 'None'",
+    "Grader.grade": "(self, task: 'TaskLike', submission: 'Submission', *, "
+    "tier: 'str | None' = None, unsafe_baseline: 'bool' = False) -> 'Graded'",
+    "Grader.grade_many": "(self, jobs: 'Iterable[Job]', *, parallel: 'int' = 2) "
+    "-> 'Iterator[Graded]'",
+    "Grader.tier_for": "(task: 'TaskLike', tier: 'str | None' = None, *, "
+    "unsafe_baseline: 'bool' = False) -> 'Tier'",
+    "Job": "(task: 'TaskLike', submission: 'Submission', id: 'str | None' = None) -> None",
+    "Agent": "(command: 'str', directory: 'str | os.PathLike[str] | None' = None) -> None",
+    "Graded": "(verdict: 'Verdict', envelope: 'bytes', job_id: 'str | None' = None) -> None",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIGNATURES))
+def test_signatures_are_pinned(name: str) -> None:
+    obj: object = assay
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    assert str(inspect.signature(obj)) == SIGNATURES[name]  # type: ignore[arg-type]
+
+
+def test_firewall_check_signature() -> None:
+    params = inspect.signature(assay.firewall.check).parameters
+    assert list(params)[:3] == ["source", "sink", "limits"]
+    assert {"artifacts", "strip_prefix"} <= set(params)
+
+
+def test_every_public_error_is_named_error_and_explains_itself() -> None:
+    assert assay.errors.__all__
+    for name in assay.errors.__all__:
+        cls = getattr(assay.errors, name)
+        assert name.endswith("Error"), name
+        assert issubclass(cls, assay.errors.AssayError), name
+        assert callable(cls.diagnostics)
+        assert cls.__doc__, name
+    # Nothing else in the module is an exception class left out of __all__.
+    for name, value in vars(assay.errors).items():
+        if isinstance(value, type) and issubclass(value, BaseException):
+            assert name in assay.errors.__all__, name
+
+
+def test_verification_error_says_why() -> None:
+    err = assay.errors.VerificationError("signature:invalid", "no signature verified")
+    assert err.reason == "signature:invalid"
+    assert "signature:invalid" in err.diagnostics()
+    assert err.exit_code == 1
+
+
+# -- mapping submissions at the firewall (no engine) -------------------------------------------
+
+
+def _check(files: dict[str, str | bytes]) -> assay.firewall.Accepted | assay.firewall.Rejected:
+    raw = io.BytesIO()
+    write_mapping_tar(files, raw)
+    raw.seek(0)
+    return assay.firewall.check(raw, io.BytesIO(), assay.firewall.FirewallLimits())
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    [
+        ("../x.py", "dot-dot"),
+        ("a/../../x.py", "dot-dot"),
+        ("/etc/x.py", "absolute-path"),
+        ("solution.py\x00.txt", "control-char"),
+        ("\x00", "control-char"),
+        ("a\\..\\x.py", "backslash"),
+    ],
+)
+def test_mapping_with_an_escaping_name_is_rejected_by_the_named_rule(name: str, rule: str) -> None:
+    result = _check({"solution.py": CORRECT, name: "x = 1"})
+    assert isinstance(result, assay.firewall.Rejected), result
+    assert result.rule == rule
+
+
+def test_nul_is_refused_however_the_name_is_encoded() -> None:
+    """A NUL in a ustar name field (Python's tarfile writes short names there) is refused as a
+    format error; the mapping writer's PAX record gets the rule that names the NUL itself."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        info = tarfile.TarInfo("solution.py\x00.txt")
+        info.size = len(CORRECT)
+        tf.addfile(info, io.BytesIO(CORRECT.encode()))
+    raw.seek(0)
+    ustar = assay.firewall.check(raw, io.BytesIO(), assay.firewall.FirewallLimits())
+    assert isinstance(ustar, assay.firewall.Rejected) and ustar.rule == "format"
+    ours = _check({"solution.py\x00.txt": CORRECT})
+    assert isinstance(ours, assay.firewall.Rejected) and ours.rule == "control-char"
+
+
+def test_a_good_mapping_materialises_exactly(tmp_path: Path) -> None:
+    raw, normalised = io.BytesIO(), io.BytesIO()
+    write_mapping_tar({"solution.py": CORRECT, "pkg/data.bin": b"\x00\xff"}, raw)
+    raw.seek(0)
+    result = assay.firewall.check(raw, normalised, assay.firewall.FirewallLimits())
+    assert isinstance(result, assay.firewall.Accepted)
+    normalised.seek(0)
+    out = tmp_path / "out"
+    out.mkdir()
+    assay.firewall.materialise(normalised, out)
+    assert (out / "solution.py").read_text() == CORRECT
+    assert (out / "pkg" / "data.bin").read_bytes() == b"\x00\xff"
+    assert sorted(p.name for p in out.rglob("*")) == ["data.bin", "pkg", "solution.py"]
+
+
+@pytest.mark.parametrize("bad", [{1: "x"}, {"a.py": 3}, {"a.py": None}])
+def test_mapping_of_the_wrong_types_is_a_usage_error(bad: dict) -> None:  # type: ignore[type-arg]
+    with pytest.raises(assay.errors.UsageError):
+        write_mapping_tar(bad, io.BytesIO())
+
+
+def test_keygen_and_verify_refuse_what_they_must(tmp_path: Path) -> None:
+    key, pub = assay.keygen(tmp_path)
+    assert key.stat().st_mode & 0o077 == 0
+    with pytest.raises(assay.errors.KeyFileError):
+        assay.keygen(tmp_path)  # never overwrites
+    with pytest.raises(assay.errors.VerificationError) as caught:
+        assay.verify(b'{"payload": "", "payloadType": "x", "signatures": []}', pub)
+    assert caught.value.reason.startswith(("envelope:", "signature:"))
+
+
+def test_tier_for_decides_in_one_place() -> None:
+    task = assay.load_task(ADD)
+    assert assay.Grader.tier_for(task) == "t3"
+    with pytest.raises(assay.errors.UsageError):
+        assay.Grader.tier_for(task, "t2")
+    pytest_task = ROOT / "examples" / "add-pytest"
+    assert assay.Grader.tier_for(pytest_task) == "t2"
+    with pytest.raises(assay.errors.UsageError, match="unsafe"):
+        assay.Grader.tier_for(pytest_task, "t0")
+    assert assay.Grader.tier_for(pytest_task, "t0", unsafe_baseline=True) == "t0"
+
+
+# -- through real gradings -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def grader(tmp_path_factory: pytest.TempPathFactory, base_image: str):  # type: ignore[no-untyped-def]
+    if os.environ.get("ASSAY_NO_DOCKER") == "1":
+        pytest.skip("ASSAY_NO_DOCKER=1: fast subset requested")
+    key = tmp_path_factory.mktemp("key") / "signing.key"
+    with assay.Grader(key=key, image=base_image) as g:
+        yield g
+
+
+def _landing_places(name: str, cwd: Path) -> list[Path]:
+    """Where a `../name` or absolute name would land if anything unpacked it naively."""
+    return [
+        cwd.parent / name,
+        Path(tempfile.gettempdir()) / name,
+        Path("/") / name,
+        Path(tempfile.gettempdir()).parent / name,
+    ]
+
+
+@pytest.mark.docker
+def test_mapping_grades_pass_fail_and_refuse_escapes(
+    grader: assay.Grader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    escape = f"assay-escape-{secrets.token_hex(4)}.py"
+    ok = grader.grade(ADD, {"solution.py": CORRECT})
+    bad = grader.grade(ADD, {"solution.py": WRONG})
+    dotdot = grader.grade(ADD, {"solution.py": CORRECT, f"../{escape}": "import os"})
+    absolute = grader.grade(ADD, {"solution.py": CORRECT, f"/tmp/{escape}": "x = 1"})
+    nul = grader.grade(ADD, {"solution.py\x00.txt": CORRECT})
+    assert ok.verdict.passed and ok.verdict.tier == "t3"
+    assert not bad.verdict.passed
+    assert not dotdot.verdict.passed and "firewall:dot-dot" in dotdot.verdict.reason_codes
+    assert not absolute.verdict.passed
+    assert "firewall:absolute-path" in absolute.verdict.reason_codes
+    assert not nul.verdict.passed and "firewall:control-char" in nul.verdict.reason_codes
+    assert [p for p in _landing_places(escape, tmp_path) if p.exists()] == []
+    for graded in (ok, bad, dotdot, absolute, nul):
+        assert assay.verify(graded.envelope, grader.public_key) == graded.verdict
+
+
+@pytest.mark.docker
+def test_tar_file_object_and_directory_submissions(grader: assay.Grader) -> None:
+    correct = ADD / "solutions" / "correct"
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tf:
+        for child in sorted(correct.iterdir()):
+            tf.add(child, arcname=child.name)
+    raw.seek(0)
+    from_object = grader.grade(ADD, raw)
+    from_dir = grader.grade(ADD, correct)
+    assert from_object.verdict.passed and from_dir.verdict.passed
+    assert from_object.verdict.submission_digest == from_dir.verdict.submission_digest
+
+
+@pytest.mark.docker
+def test_grade_many_yields_every_job(grader: assay.Grader) -> None:
+    jobs = [
+        assay.Job(ADD, {"solution.py": CORRECT}, id="right"),
+        assay.Job(ADD, {"solution.py": WRONG}, id="wrong"),
+        assay.Job(ADD, {"../x.py": "x = 1"}, id="escape"),
+    ]
+    results = {g.job_id: g for g in grader.grade_many(jobs, parallel=2)}
+    assert sorted(results) == ["escape", "right", "wrong"]
+    assert results["right"].verdict.passed
+    assert not results["wrong"].verdict.passed
+    assert "firewall:dot-dot" in results["escape"].verdict.reason_codes
+    for graded in results.values():
+        assert assay.verify(graded.envelope, grader.public_key) == graded.verdict
+
+
+def test_grade_many_refuses_bad_jobs_before_grading(tmp_path: Path) -> None:
+    from assay._internal.runtime.fake import FakeRuntime
+
+    g = assay.Grader(runtime=FakeRuntime(), key=tmp_path / "signing.key")
+    dup = [assay.Job(ADD, {}, id="same"), assay.Job(ADD, {}, id="same")]
+    with pytest.raises(assay.errors.UsageError):
+        list(g.grade_many(dup))
+    with pytest.raises(assay.errors.UsageError):
+        list(g.grade_many([assay.Job(ADD, {}, id="../escape")]))
+    with pytest.raises(assay.errors.TaskError):
+        list(g.grade_many([assay.Job(tmp_path, {})]))
