@@ -93,3 +93,23 @@ def test_ctrl_c_mid_grading_leaves_nothing(tmp_path: Path, docker_runtime) -> No
     assert "interrupted" in err
     assert docker_runtime.leftovers(gid) == []
     assert list(Path("/tmp").glob(f"assay-{gid}-*")) == []
+
+
+@pytest.mark.docker
+def test_verdict_that_cannot_be_written_exits_3_not_1(tmp_path: Path) -> None:
+    # The grading itself succeeds; writing its verdict fails (the parent is a file). Exit 1
+    # would read as FAILED, so an unexpected error must be "no verdict" (3), in one line.
+    (tmp_path / "file").write_text("")
+    p = _run(
+        "grade",
+        str(EXAMPLES / "add"),
+        "--submission",
+        str(EXAMPLES / "add/solutions/correct"),
+        "--out",
+        str(tmp_path / "file" / "v.dsse.json"),
+        "--key",
+        str(tmp_path / "k" / "signing.key"),
+        cwd=tmp_path,
+    )
+    assert p.returncode == 3, (p.returncode, p.stderr)
+    assert "infra:internal-error" in p.stderr and "Traceback" not in p.stderr, p.stderr

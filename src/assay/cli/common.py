@@ -12,7 +12,7 @@ import click
 
 from assay._internal.runtime.engine import OCI_RUNTIMES
 from assay._internal.runtime.images import DEFAULT_BASE_IMAGE
-from assay.errors import AssayError
+from assay.errors import AssayError, InternalError
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -58,3 +58,10 @@ def exit_codes(
         sys.exit(EXIT_INTERRUPTED)
     except AssayError as exc:
         fail(exc, render)
+    except click.ClickException:
+        raise
+    except Exception as exc:
+        # Anything nobody raised on purpose (a full disk while writing the verdict, a bug) must
+        # not end as a traceback with exit 1, the code for FAILED: it is no verdict (exit 3).
+        say_error(f"assay: {InternalError.reason}: {type(exc).__name__}: {str(exc)[:300]}")
+        sys.exit(InternalError.exit_code)
