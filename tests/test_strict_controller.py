@@ -122,6 +122,38 @@ def test_judge_stopped_during_compare_is_an_infrastructure_error() -> None:
     assert rt.leftovers() == []
 
 
+class KilledCandidate(Script):
+    """The candidate's container is killed from outside while the runner runs."""
+
+    def __call__(
+        self, c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
+    ) -> tuple[int, bytes, bytes]:
+        res = super().__call__(c, argv, env)
+        if self.calls[-1:] == ["runner"]:
+            c.state = "exited"
+            return 137, b'{"runner": "x", "cases": [', b""
+        return res
+
+
+def test_candidate_container_stopped_from_outside_is_an_infrastructure_error() -> None:
+    rt = FakeRuntime(programs={"python3": KilledCandidate()})
+    with pytest.raises(RuntimeError_, match="candidate's container stopped"):
+        grade_strict(rt, TASK, Source(path=SOLUTION), "img")
+    assert rt.leftovers() == []
+
+
+def test_runner_killed_inside_a_running_container_is_a_fail() -> None:
+    # The control: the candidate shares the runner's uid and can kill it; its container still
+    # runs, so that is the submission's doing and a signed fail.
+    script = Script(
+        runner=(137, b'{"runner": "x", "cases": ['),
+        compare=(0, report({i: "fail" for i in IDS}, reasons=["runner:invalid-output"])),
+    )
+    _, v = run(script)
+    assert script.calls == ["prepare", "runner", "compare"]  # judged, not an error
+    assert not v.passed and "runner:invalid-output" in v.reason_codes  # type: ignore[attr-defined]
+
+
 def test_judge_that_fails_while_running_is_a_fail_not_an_error() -> None:
     # The control for the test above: a judge still running that exits non-zero may have
     # choked on the candidate's bytes, so it stays a signed fail, never a pass or a retry.

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 MAX_INPUTS_BYTES = 16 << 20
 PHASE_SLACK_S = 30.0
-JUDGE_STOPPED_PROBE_S = 2.0
+STOPPED_PROBE_S = 2.0
 
 
 def candidate_spec(task: Task, image: str, gid: str, files: Path, inputs: Path) -> ContainerSpec:
@@ -235,8 +235,16 @@ def grade_strict(
         if run.truncated:
             reasons.append("limit:runner-output")
         reasons.extend(f"limit:{c}" for c in reversed(ceilings_hit(rt, cand)))
-        if run.exited and "limit:memory" not in reasons:
-            # Stopped under the runner by nothing the candidate can reach: an engine fault.
+        # The candidate's uid can signal neither init nor the keep-alive (root), so a container
+        # that stopped under the runner at no limit was stopped from outside or by the engine:
+        # no verdict, rather than a signed fail for a correct submission. Probed only when the
+        # runner did not exit 0, so an honest grading never waits for it.
+        stopped = run.exited or (
+            run.exit_code != 0
+            and not (run.timed_out or run.truncated)
+            and rt.wait(cand, STOPPED_PROBE_S) is not None
+        )
+        if stopped and "limit:memory" not in reasons:
             raise RuntimeError_("the candidate's container stopped during its run at no limit")
         if task.config.kind == "transform" and not (run.timed_out or run.truncated):
             outputs = transform_outputs(scope, run.stdout, cases, lim.artifact_bytes)
@@ -258,7 +266,7 @@ def grade_strict(
             g.lap("judge_compare", t0)
         removal.result()
         if cmp.exit_code != 0:
-            if cmp.exited or rt.wait(judge, JUDGE_STOPPED_PROBE_S) is not None:
+            if cmp.exited or rt.wait(judge, STOPPED_PROBE_S) is not None:
                 # The judge's container itself stopped (killed from outside, engine fault):
                 # candidate bytes cannot stop it, so this is no verdict rather than a fail.
                 raise RuntimeError_("the judge's container stopped during compare")
