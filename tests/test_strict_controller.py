@@ -102,41 +102,34 @@ def test_failed_prepare_is_an_infrastructure_error_not_a_fail() -> None:
     assert "runner" not in script.calls
 
 
-class KilledJudge(Script):
-    """The judge's container is killed from outside while it compares."""
+class StoppedFromOutside(Script):
+    """The container running `step` is killed from outside while the step runs."""
+
+    def __init__(self, step: str, partial: bytes = b"") -> None:
+        super().__init__()
+        self.step, self.partial = step, partial
 
     def __call__(
         self, c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
     ) -> tuple[int, bytes, bytes]:
         res = super().__call__(c, argv, env)
-        if self.calls[-1:] == ["compare"]:
+        if self.calls[-1:] == [self.step]:
             c.state = "exited"
-            return 137, b"", b""
+            return 137, self.partial, b""
         return res
 
 
 def test_judge_stopped_during_compare_is_an_infrastructure_error() -> None:
-    rt = FakeRuntime(programs={"python3": KilledJudge()})
+    rt = FakeRuntime(programs={"python3": StoppedFromOutside("compare")})
     with pytest.raises(RuntimeError_, match="stopped during compare"):
         grade_strict(rt, TASK, Source(path=SOLUTION), "img")
     assert rt.leftovers() == []
 
 
-class KilledCandidate(Script):
-    """The candidate's container is killed from outside while the runner runs."""
-
-    def __call__(
-        self, c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
-    ) -> tuple[int, bytes, bytes]:
-        res = super().__call__(c, argv, env)
-        if self.calls[-1:] == ["runner"]:
-            c.state = "exited"
-            return 137, b'{"runner": "x", "cases": [', b""
-        return res
-
-
 def test_candidate_container_stopped_from_outside_is_an_infrastructure_error() -> None:
-    rt = FakeRuntime(programs={"python3": KilledCandidate()})
+    rt = FakeRuntime(
+        programs={"python3": StoppedFromOutside("runner", b'{"runner": "x", "cases": [')}
+    )
     with pytest.raises(RuntimeError_, match="candidate's container stopped"):
         grade_strict(rt, TASK, Source(path=SOLUTION), "img")
     assert rt.leftovers() == []
