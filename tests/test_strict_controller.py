@@ -220,3 +220,19 @@ def test_verdict_carries_controller_facts() -> None:
     assert v.tier == "t3" and v.runtime == "fake" and v.task_digest == TASK.digest  # type: ignore[attr-defined]
     assert v.submission_digest and v.submission_digest.startswith("sha256:")  # type: ignore[attr-defined]
     assert {"judge_prepare", "intake", "candidate", "judge_compare"} <= set(v.timings)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("oom", "reason"), [(True, "limit:agent-memory"), (False, "limit:agent-freeze")]
+)
+def test_agent_that_cannot_be_frozen_names_the_ceiling_it_hit(oom: bool, reason: str) -> None:
+    def agent(c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]):  # type: ignore[no-untyped-def]
+        # A gVisor sandbox at its memory limit: OOM-killed and no longer running, so it
+        # cannot be frozen (the control: not OOM-killed, the reason stays agent-freeze).
+        c.oom, c.state = oom, "dying"
+        return 137, b"", b""
+
+    rt = FakeRuntime(programs={"python3": Script(), "sh": agent})
+    v = grade_strict(rt, TASK, Source(agent_cmd="true"), "img")
+    assert not v.passed and reason in v.reason_codes, v.reason_codes
+    assert rt.leftovers() == []

@@ -178,21 +178,23 @@ def run_agent(
         capture=False,
     )
     run = AgentRun(res.exit_code, res.timed_out, res.duration_s)
-    events = rt.limit_events(cid)
     if res.exited:
         # The whole sandbox stopped under the agent (runsc does at its memory limit): there is
         # nothing to freeze or read, and only a limit the agent hit can be blamed on it.
-        oom = rt.oom_killed(cid) or events.get("memory", 0) > 0
+        hit = ceilings_hit(rt, cid)
         scope.discard(cid)
-        if not oom:
+        if "memory" not in hit:
             raise RuntimeError_("the agent's container stopped during its run at no limit")
         return Refused("limit:agent-memory", WORKSPACE, "the agent hit its memory limit"), run
     try:
         rt.pause(cid)
     except RuntimeError_:
-        # Unfreezable after retries: its files cannot be read consistently, so it fails.
+        # Unfreezable after retries: its files cannot be read consistently, so it fails, naming
+        # the ceiling it hit where there is one (a gVisor sandbox dying at its memory limit
+        # cannot be frozen either).
+        hit = ceilings_hit(rt, cid)
         scope.discard(cid)
-        limit = "pids" if events.get("pids", 0) else "freeze"
+        limit = hit[0] if hit else "freeze"
         return Refused(f"limit:agent-{limit}", WORKSPACE, "the agent could not be frozen"), run
     cap = task.config.limits.artifact_bytes * 2 + (1 << 20)  # tar headers on top of content
     spooled = spool_from_container(scope, cid, WORKSPACE, cap, "agent")
