@@ -196,10 +196,22 @@ def _build(
             "\n".join(tail),
         )
     # Tagged only once python3 is known to run in it: a tag means a usable environment.
-    _check_runner(client, task, image_id)
+    try:
+        _check_runner(client, task, image_id)
+    except TaskEnvironmentError:
+        _forget(client, image_id)
+        raise
     repo, tag = ref.split(":", 1)
     client.images.get(image_id).tag(repo, tag)
     return image_id
+
+
+def _forget(client: Any, image_id: str) -> None:
+    """Remove an image this build made and refused (untagged, so nothing else names it)."""
+    try:
+        client.images.remove(image_id, noprune=False)
+    except docker.errors.DockerException:
+        pass  # in use or already gone; untagged, it names nothing a grading could use
 
 
 def _follow(
