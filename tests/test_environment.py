@@ -212,34 +212,16 @@ class FakeImage:
         self.tags.append(f"{repo}:{tag}")
 
 
-class FakeContainer:
-    def __init__(self, status: int) -> None:
-        self.status = status
-        self.removed = False
-
-    def start(self) -> None:
-        pass
-
-    def wait(self, timeout: int) -> dict[str, int]:
-        return {"StatusCode": self.status}
-
-    def remove(self, force: bool) -> None:
-        self.removed = True
-
-
 class FakeClient:
-    """images.get/remove, api.build (a scripted stream), containers.create (python3's exit)."""
+    """images.get/remove and api.build (a scripted stream)."""
 
-    def __init__(self, stream: list[dict[str, Any]], python_status: int = 0) -> None:
+    def __init__(self, stream: list[dict[str, Any]]) -> None:
         self.store: dict[str, FakeImage] = {"assay-base:latest": FakeImage("sha256:" + "0" * 64)}
         self.stream = stream
         self.builds: list[dict[str, Any]] = []
-        self.python_status = python_status
-        self.containers_made: list[FakeContainer] = []
         self.removed: list[str] = []
         self.images = self
         self.api = self
-        self.containers = self
 
     def get(self, ref: str) -> FakeImage:
         for image in self.store.values():
@@ -259,23 +241,35 @@ class FakeClient:
                 self.store[chunk["aux"]["ID"]] = FakeImage(chunk["aux"]["ID"], kwargs["labels"])
         return self.stream
 
-    def create(self, image: str, **kwargs: Any) -> FakeContainer:
-        assert kwargs["network_mode"] == "none" and kwargs["user"] == "1000:1000"
-        c = FakeContainer(self.python_status)
-        self.containers_made.append(c)
-        return c
-
 
 BUILT = "sha256:" + "c" * 64
 GOOD_STREAM = [{"stream": "Step 1/2 : FROM assay-base:latest\n"}, {"aux": {"ID": BUILT}}]
 
 
+class PythonCheck:
+    """Stands in for running python3 in the image (the real check runs on the engine in
+    tests/test_environment_docker.py): records the calls, answers `status`."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.status = 0
+
+    def __call__(self, client: Any, image_id: str, code: str) -> int:
+        self.calls.append((image_id, code))
+        return self.status
+
+
 @pytest.fixture(autouse=True)
-def _fresh_check_cache() -> None:
+def python_check(monkeypatch: pytest.MonkeyPatch) -> PythonCheck:
     env_build._checked.clear()
+    check = PythonCheck()
+    monkeypatch.setattr(env_build, "_python_status", check)
+    return check
 
 
-def test_build_then_cache_hit_without_a_second_build(tmp_path: Path) -> None:
+def test_build_then_cache_hit_without_a_second_build(
+    tmp_path: Path, python_check: PythonCheck
+) -> None:
     task = dockerfile_task(tmp_path)
     client = FakeClient(GOOD_STREAM)
     first = ensure_environment(client, task)
@@ -285,7 +279,7 @@ def test_build_then_cache_hit_without_a_second_build(tmp_path: Path) -> None:
     assert call["pull"] is False and call["custom_context"] is True
     assert call["labels"]["assay.env.context"] == context_digest(task)
     assert call["labels"][BASES_LABEL] == "assay-base:latest=sha256:" + "0" * 64
-    assert all(c.removed for c in client.containers_made)
+    assert python_check.calls == [(BUILT, env_build.PYTHON_CHECK[0])]
     again = ensure_environment(client, task)
     assert again is not None and not again.built and again.image_id == BUILT
     assert len(client.builds) == 1
@@ -323,9 +317,12 @@ def test_a_failing_build_carries_its_log_tail(tmp_path: Path) -> None:
     assert err.value.exit_code == 2 and "Dockerfile" in str(err.value)
 
 
-def test_an_image_without_python_is_refused_and_not_tagged(tmp_path: Path) -> None:
+def test_an_image_without_python_is_refused_and_not_tagged(
+    tmp_path: Path, python_check: PythonCheck
+) -> None:
     task = dockerfile_task(tmp_path)
-    client = FakeClient(GOOD_STREAM, python_status=127)
+    client = FakeClient(GOOD_STREAM)
+    python_check.status = 127
     with pytest.raises(TaskEnvironmentError, match=r"python3 >= 3\.11"):
         ensure_environment(client, task)
     assert client.store[BUILT].tags == [] and client.removed == [BUILT]

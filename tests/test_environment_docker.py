@@ -18,6 +18,8 @@ from assay._internal.environment import ensure_environment
 from assay._internal.environment.build import CONTEXT_LABEL
 from assay._internal.model.envcontext import context_digest, environment_ref
 from assay._internal.model.task import load_task
+from assay._internal.runtime import ContainerSpec, GradingScope
+from assay._internal.runtime.scope import new_grading_id
 from assay._internal.tiers.controller import task_image
 from assay.errors import TaskEnvironmentError
 
@@ -124,10 +126,13 @@ def test_judge_is_not_in_the_build_context(
     run = cli("build", "-q", str(root), tmp=tmp_path)
     assert run.returncode == 0, run.stderr
     ref = run.stdout.split()[0]
-    out = docker_runtime.client.containers.run(
-        ref, ["sh", "-c", "cat /listing; echo ---; cat /leak-read; readlink /ctx/leak"],
-        network_mode="none", remove=True, user="1000:1000",
-    ).decode()  # fmt: skip
+    with GradingScope(docker_runtime, new_grading_id()) as scope:
+        cid = scope.container(ContainerSpec(image=ref, grading_id=scope.grading_id, role="probe"))
+        res = docker_runtime.exec(
+            cid, ("sh", "-c", "cat /listing; echo ---; cat /leak-read; readlink /ctx/leak"),
+            deadline_s=60, output_cap=1 << 16,
+        )  # fmt: skip
+    out = res.stdout.decode()
     listing, leak = out.split("---\n")
     assert listing.split() == ["/ctx", "/ctx/Dockerfile", "/ctx/leak"]
     assert "42" not in leak and "No such file" in leak and "../judge/secret.txt" in leak
