@@ -26,7 +26,7 @@ from assay.errors import TaskEnvironmentError
 pytestmark = pytest.mark.docker
 
 C_TASK = EXAMPLES / "c-wordfreq"
-AGENT_CMD = "cc -O2 -o wordfreq /agent/wordfreq.c"
+AGENT_CMD = "sh /agent/agent.sh"  # solutions/*/agent.sh: cc -O2 -o wordfreq wordfreq.c
 
 
 def cli(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:

@@ -21,6 +21,9 @@ from ..model.task import Task
 from ..runtime import ArchiveTooLarge, ContainerSpec, GradingScope, RuntimeError_
 
 AGENT_UID = 1000
+_ABSENT: set[tuple[str, str]] = set()
+"""(image, workdir) pairs whose image has nothing at the workdir: no seed container next time.
+Safe to keep: a task's image reference names its content (a context digest, or a pinned id)."""
 
 
 def seed_workdir(scope: GradingScope, task: Task, image: str, agent_cid: str) -> int:
@@ -28,6 +31,8 @@ def seed_workdir(scope: GradingScope, task: Task, image: str, agent_cid: str) ->
     entries copied (0 when the image has nothing there)."""
     rt = scope.runtime
     workdir = task.workdir
+    if (image, workdir) in _ABSENT:
+        return 0
     seed = scope.container(
         ContainerSpec(image=image, grading_id=scope.grading_id, role="seed"), start=False
     )
@@ -43,6 +48,7 @@ def seed_workdir(scope: GradingScope, task: Task, image: str, agent_cid: str) ->
         except RuntimeError_:
             rt.oom_killed(seed)  # the container is there (else this raises): no such path
             scope.discard(seed)
+            _ABSENT.add((image, workdir))
             return 0
         scope.discard(seed)
         raw.seek(0)
