@@ -16,7 +16,7 @@ def _copy(tmp_path: Path, example: str = "add") -> Path:
     return dst
 
 
-@pytest.mark.parametrize("example", ["add", "wordcount", "csv-sum", "canary"])
+@pytest.mark.parametrize("example", ["add", "wordcount", "csv-sum", "canary", "c-wordfreq"])
 def test_examples_load(example: str) -> None:
     task = load_task(EXAMPLES / example)
     assert task.id == example

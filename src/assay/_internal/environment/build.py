@@ -25,7 +25,7 @@ from assay.errors import (
     TaskEnvironmentError,
 )
 
-from ..model.envcontext import ENV_REPOSITORY, environment_ref, write_context
+from ..model.envcontext import environment_ref, write_context
 from ..model.task import Task
 from ..runtime.base import ContainerSpec, RuntimeError_
 from ..runtime.docker import DockerRuntime
@@ -281,12 +281,3 @@ def _check_runner(client: Any, task: Task, image_id: str) -> None:
         )
     _checked.add((image_id, needs_pytest))
 
-
-def environment_images(client: Any) -> list[str]:
-    """Tags of the environment images assay built on this engine (`assay gc` may list them)."""
-    return sorted(
-        t
-        for img in client.images.list(filters={"label": CONTEXT_LABEL})
-        for t in img.tags
-        if t.startswith(ENV_REPOSITORY + ":")
-    )
