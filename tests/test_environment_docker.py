@@ -212,3 +212,11 @@ def test_grading_builds_on_first_use_and_the_agent_starts_from_the_image_workdir
     untouched = assay("grade", str(root), "--agent-cmd", "true", tmp=tmp_path)
     assert untouched.exit_code == 1 and untouched.verdict is not None  # a - b, as shipped
     assert untouched.verdict["cases"][0]["status"] == "fail"
+
+
+def test_grader_build_is_the_public_way(c_env: Any, tmp_path: Path) -> None:
+    import assay
+
+    with assay.Grader(key=tmp_path / "k" / "signing.key") as grader:
+        assert grader.build(C_TASK) == c_env.ref  # cached: found, not built
+        assert grader.build(EXAMPLES / "add") is None  # no [environment]: the base image
