@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from assay.errors import TaskError
 
-Kind = Literal["function", "cli", "transform", "pytest"]
+Kind = Literal["function", "cli", "transform", "pytest", "harbor"]
 STRICT_KINDS: frozenset[str] = frozenset({"function", "cli", "transform"})
 
 
@@ -77,6 +77,17 @@ class PytestSpec(_Strict):
     truth: str | None = None
 
 
+HARBOR_TEST = "tests/test.sh"
+"""A Harbor task's verifier entry point, under judge/ (`assay import harbor` puts it there)."""
+
+
+class HarborSpec(_Strict):
+    """`[harbor]`: what a task imported from Harbor needs beyond the common keys
+    (docs/tasks.md, "Harbor tasks"). Its test script is judge/tests/test.sh."""
+
+    verifier_env: dict[str, str] = Field(default_factory=dict, max_length=64)
+
+
 class TaskConfig(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
     kind: Kind
@@ -88,6 +99,7 @@ class TaskConfig(_Strict):
     transform: CommandSpec | None = None
     judge: JudgeSpec | None = None
     pytest: PytestSpec | None = None
+    harbor: HarborSpec | None = None
 
     @model_validator(mode="after")
     def _kind_section(self) -> TaskConfig:
@@ -101,6 +113,10 @@ class TaskConfig(_Strict):
             raise ValueError("kind 'pytest' takes [pytest], not [judge]")
         if self.kind != "pytest" and self.pytest is not None:
             raise ValueError("[pytest] is only for kind 'pytest'")
+        if self.kind == "harbor" and self.judge is not None:
+            raise ValueError("kind 'harbor' runs judge/tests/test.sh, not [judge]")
+        if self.kind != "harbor" and self.harbor is not None:
+            raise ValueError("[harbor] is only for kind 'harbor'")
         return self
 
 
@@ -164,6 +180,8 @@ def load_task(path: Path | str) -> Task:
     for rel in filter(None, judge_files):
         if not (root / "judge" / rel).is_file():
             raise TaskError(str(toml_path), f"judge file {rel!r} does not exist under judge/")
+    if config.kind == "harbor" and not (root / "judge" / HARBOR_TEST).is_file():
+        raise TaskError(str(toml_path), f"a harbor task needs judge/{HARBOR_TEST}")
     if config.judge is not None and config.judge.cases is not None:
         check_case_file(root / "judge" / config.judge.cases, config)
     return Task(root, config, tree_digest(root))
