@@ -141,11 +141,8 @@ class TaskConfig(_Strict):
     transform: CommandSpec | None = None
     judge: JudgeSpec | None = None
     pytest: PytestSpec | None = None
-<<<<<<< HEAD
     harbor: HarborSpec | None = None
-=======
     environment: EnvironmentSpec | None = None
->>>>>>> env
 
     @model_validator(mode="after")
     def _kind_section(self) -> TaskConfig:

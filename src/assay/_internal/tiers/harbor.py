@@ -33,6 +33,7 @@ from time import monotonic
 from assay.errors import UsageError
 
 from ..firewall.check import FirewallLimits
+from ..model.envcontext import environment_ref
 from ..model.task import HARBOR_TEST, Task
 from ..model.verdict import CaseResult, Verdict, build_verdict
 from ..runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, RuntimeError_, Scratch
@@ -53,7 +54,7 @@ __all__ = ["LOGS", "TESTS", "grade_harbor", "verifier_spec"]
 
 def workdir_of(task: Task) -> str:
     """Where the agent worked and the artifacts are restored (Harbor's `[environment] workdir`)."""
-    return str(getattr(task, "workdir", "/workspace"))  # `[environment] workdir` (branch env)
+    return task.workdir
 
 
 def verifier_spec(task: Task, image: str, gid: str) -> ContainerSpec:
@@ -87,6 +88,9 @@ def grade_harbor(
         raise UsageError(f"task {task.id!r} is kind {task.config.kind!r}; not a harbor task")
     if not (task.judge_dir / HARBOR_TEST).is_file():
         raise UsageError(f"task {task.id!r} has no judge/{HARBOR_TEST}")
+    # The task's own environment image when it has one (an imported task always does; it is
+    # built before grading, `assay build`); the run's base image otherwise.
+    image = environment_ref(task) or image
     g = Grading(rt, task, "t0" if shared else "harbor", image, gid=grading_id or new_grading_id())
     with g.scope() as scope:
         if shared:
