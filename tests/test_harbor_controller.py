@@ -44,7 +44,9 @@ def fake_tests(reward: bytes, *, leftover: str | None = None) -> Mapping[str, ob
     """A fake `bash /tests/test.sh`: checks the restored artifact, writes `reward`, and may leave
     a process behind as a candidate's daemon would."""
 
-    def run(c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]) -> tuple[int, bytes, bytes]:
+    def run(
+        c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
+    ) -> tuple[int, bytes, bytes]:
         assert argv == ("bash", "/tests/test.sh")
         assert env == {"MODE": "x"}
         assert c.files["/workspace/greet.sh"] == b"echo hi\n"
@@ -93,7 +95,9 @@ class SeededRuntime(FakeRuntime):
 def test_a_reward_present_before_the_tests_fails(task: Task, submission: Source) -> None:
     ran: list[bool] = []
 
-    def never(c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]) -> tuple[int, bytes, bytes]:
+    def never(
+        c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
+    ) -> tuple[int, bytes, bytes]:
         ran.append(True)
         return 0, b"", b""
 

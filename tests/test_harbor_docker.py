@@ -6,8 +6,6 @@ baseline, or the process check switched off) and blocked on the harbor tier."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from e2e import EXAMPLES
 

@@ -63,8 +63,8 @@ def harbor_task(tmp_path: Path, toml_extra: str, base: str = "greet") -> Path:
 
 REFUSALS = [
     ('[[steps]]\nname = "a"\n[[steps]]\nname = "b"\n', "steps"),
-    ("[solution.env]\nX = \"1\"\n", "solution"),
-    ("color = \"blue\"\n", "color"),
+    ('[solution.env]\nX = "1"\n', "solution"),
+    ('color = "blue"\n', "color"),
 ]
 ENV_REFUSALS = [
     ('network_mode = "public"', "environment.network_mode"),
@@ -166,6 +166,8 @@ def test_cli_exit_2_names_the_field(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["import", "harbor", str(src), str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
     assert "environment.allowed_hosts" in result.output
-    ok = CliRunner().invoke(main, ["import", "harbor", str(EXAMPLES / "greet"), str(tmp_path / "g")])
+    ok = CliRunner().invoke(
+        main, ["import", "harbor", str(EXAMPLES / "greet"), str(tmp_path / "g")]
+    )
     assert ok.exit_code == 0, ok.output
     assert (tmp_path / "g" / "task.toml").is_file()

@@ -14,8 +14,9 @@ assert len(CASES) == int(os.environ["TOTAL_CASES"])
 
 def passes(stdin: str, want: str) -> bool:
     try:
-        run = subprocess.run(["python3", "/app/total.py"], input=stdin, capture_output=True,
-                             text=True, timeout=10)
+        run = subprocess.run(
+            ["python3", "/app/total.py"], input=stdin, capture_output=True, text=True, timeout=10
+        )
     except subprocess.TimeoutExpired:
         return False
     return run.returncode == 0 and run.stdout == want

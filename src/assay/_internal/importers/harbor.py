@@ -37,9 +37,11 @@ _TOP = {"version", "schema_version", "source", "metadata", "agent", "verifier", 
         "artifacts", "steps", "solution"}  # fmt: skip
 _AGENT = {"timeout_sec", "user"}
 _VERIFIER = {"timeout_sec", "env", "user", "environment_mode", "environment", "collect"}
-_ENVIRONMENT = {"build_timeout_sec", "cpus", "memory_mb", "storage_mb", "gpus", "gpu_types",
-                "network_mode", "allowed_hosts", "workdir", "docker_image", "env", "healthcheck",
-                "mcp_servers", "os", "skills_dir", "memory", "storage", "allow_internet"}  # fmt: skip
+_ENVIRONMENT = {
+    "build_timeout_sec", "cpus", "memory_mb", "storage_mb", "gpus", "gpu_types", "network_mode",
+    "allowed_hosts", "workdir", "docker_image", "env", "healthcheck", "mcp_servers", "os",
+    "skills_dir", "memory", "storage", "allow_internet",
+}  # fmt: skip
 
 
 def refuse(field: str, why: str) -> UsageError:
@@ -171,7 +173,7 @@ def convert(raw: dict[str, Any], tid: str) -> str:
         raise refuse("verifier.env", "must be a table of strings")
 
     lines = [
-        "# Imported from a Harbor task by `assay import harbor` (docs/tasks.md, \"Harbor tasks\").",
+        '# Imported from a Harbor task by `assay import harbor` (docs/tasks.md, "Harbor tasks").',
         f"id = {_q(tid)}",
         'kind = "harbor"',
         f"artifacts = [{', '.join(_q(a) for a in _artifacts(raw.get('artifacts'), workdir))}]",
@@ -185,8 +187,14 @@ def convert(raw: dict[str, Any], tid: str) -> str:
     if storage is not None:
         # The agent's workspace is a capped scratch: Harbor's disk size, at most 1 GiB of it.
         lines.append(f"artifact_bytes = {min(int(storage), 1024) << 20}")
-    lines += ["", "[environment]", 'dockerfile = "environment/Dockerfile"', f"workdir = {_q(workdir)}"]
-    lines += ["", "[harbor]", f"verifier_env = {{{', '.join(f'{_q(k)} = {_q(v)}' for k, v in sorted(verifier_env.items()))}}}"]  # fmt: skip
+    lines += [
+        "",
+        "[environment]",
+        'dockerfile = "environment/Dockerfile"',
+        f"workdir = {_q(workdir)}",
+    ]
+    pairs = ", ".join(f"{_q(k)} = {_q(v)}" for k, v in sorted(verifier_env.items()))
+    lines += ["", "[harbor]", f"verifier_env = {{{pairs}}}"]
     return "\n".join(lines) + "\n"
 
 
@@ -201,8 +209,8 @@ def _artifacts(raw: object, workdir: str) -> list[str]:
     """Harbor's `[[artifacts]] source` paths as globs relative to the workdir: a file, or
     everything under a directory (one glob each, since which one it is shows only at run time)."""
     if not isinstance(raw, list) or not raw:
-        raise refuse("artifacts", "none declared; the separate verifier restores only declared "
-                                  "artifacts, so a task must name what the agent produces")  # fmt: skip
+        why = "none declared; the separate verifier restores only declared artifacts"
+        raise refuse("artifacts", why + ", so a task must name what the agent produces")
     globs: list[str] = []
     for i, entry in enumerate(raw):
         field = f"artifacts[{i}]"

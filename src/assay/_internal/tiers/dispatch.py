@@ -85,7 +85,7 @@ def run_tier(
         return grade_strict(rt, task, source, image, grading_id, judges=judges), None
     if tier == "t2":
         return grade_compat(rt, task, source, image, grading_id), None
-    if task.config.kind == "harbor":
+    if tier == "harbor" or task.config.kind == "harbor":
         shared = tier == "t0"  # the naive baseline: Harbor's shared mode
         return grade_harbor(rt, task, source, image, grading_id, shared=shared), None
     run = run_baseline(rt, task, source, image, tier, baseline, grading_id=grading_id)

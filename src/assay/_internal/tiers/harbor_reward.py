@@ -30,6 +30,13 @@ _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
+_JSON_CODES = {
+    "oversize": "reward-oversize",
+    "non-finite-number": "reward-non-finite",
+    "duplicate-key": "reward-duplicate-key",
+}
+
+
 @dataclass(frozen=True)
 class Rewards:
     """Each named reward as a float, in the order the file gave them."""
@@ -81,8 +88,7 @@ def parse_json(raw: bytes) -> Rewards | BadReward:
     try:
         doc = loads_strict(raw, max_bytes=MAX_JSON_BYTES, max_depth=1)
     except StrictJSONError as exc:
-        code = {"oversize": "reward-oversize", "non-finite-number": "reward-non-finite",
-                "duplicate-key": "reward-duplicate-key"}.get(exc.code, "reward-malformed")  # fmt: skip
+        code = _JSON_CODES.get(exc.code, "reward-malformed")
         return BadReward(f"harbor:{code}", f"reward.json: {exc}")
     if not isinstance(doc, dict) or not doc:
         return BadReward("harbor:reward-malformed", "reward.json is not a non-empty object")
