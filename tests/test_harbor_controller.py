@@ -117,3 +117,22 @@ def test_a_leftover_process_fails_and_the_check_is_what_blocks_it(
     # The same run with the check removed: the reward the leftover could have written counts.
     unchecked = grade_harbor(FakeRuntime(script), task, submission, "img", check_processes=False)  # type: ignore[arg-type]
     assert unchecked.passed
+
+
+class SlowKeepAlive(FakeRuntime):
+    """The engine's init has not started the keep-alive yet when the container is first listed."""
+
+    def __init__(self, programs: Mapping[str, object]) -> None:
+        super().__init__(programs)  # type: ignore[arg-type]
+        self.listed = 0
+
+    def processes(self, cid: str) -> list[tuple[int, str]]:
+        self.listed += 1
+        return [(1, "docker-init")] if self.listed == 1 else super().processes(cid)
+
+
+def test_the_keep_alive_is_not_taken_for_a_leftover(task: Task, submission: Source) -> None:
+    rt = SlowKeepAlive(fake_tests(b"1"))
+    verdict = grade_harbor(rt, task, submission, "img")
+    assert verdict.passed, verdict.reason_codes
+    assert rt.listed == 3  # once too early, once with the keep-alive, once after the tests

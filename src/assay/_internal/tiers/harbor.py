@@ -28,12 +28,11 @@ import os
 import re
 import tarfile
 from pathlib import Path
-from time import monotonic
+from time import monotonic, sleep
 
 from assay.errors import UsageError
 
 from ..firewall.check import FirewallLimits
-from ..model.envcontext import environment_ref
 from ..model.task import HARBOR_TEST, Task
 from ..model.verdict import CaseResult, Verdict, build_verdict
 from ..runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, RuntimeError_, Scratch
@@ -47,6 +46,7 @@ LOGS = "/logs/verifier"
 TESTS = "/tests"
 LOGS_BYTES = 1 << 20
 TEST_ARGV = ("bash", f"{TESTS}/test.sh")
+OWN_WAIT_S = 30.0
 _NAME_CHARS = re.compile(r"[^a-z0-9_.-]+")
 
 __all__ = ["LOGS", "TESTS", "grade_harbor", "verifier_spec"]
@@ -88,9 +88,6 @@ def grade_harbor(
         raise UsageError(f"task {task.id!r} is kind {task.config.kind!r}; not a harbor task")
     if not (task.judge_dir / HARBOR_TEST).is_file():
         raise UsageError(f"task {task.id!r} has no judge/{HARBOR_TEST}")
-    # The task's own environment image when it has one (an imported task always does; it is
-    # built before grading, `assay build`); the run's base image otherwise.
-    image = environment_ref(task) or image
     g = Grading(rt, task, "t0" if shared else "harbor", image, gid=grading_id or new_grading_id())
     with g.scope() as scope:
         if shared:
@@ -99,7 +96,9 @@ def grade_harbor(
         if isinstance(taken, Refused):
             return g.fail(taken.reason)
         t0 = monotonic()
-        outcome = _verify(scope, task, image, taken, check_processes)
+        # The verifier runs the task's environment image (an imported task always has one,
+        # built by `assay build` or on first use), as the agent did.
+        outcome = _verify(scope, task, g.task_image, taken, check_processes)
         g.lap("verify", t0)
         return _verdict(g, outcome)
 
@@ -122,10 +121,9 @@ def _verify(
     scope: GradingScope, task: Task, image: str, sub: Submission, check_processes: bool
 ) -> Outcome:
     rt = scope.runtime
-    cid = scope.container(verifier_spec(task, image, scope.grading_id))
-    # Everything alive now is the container's own (its init and keep-alive): nothing of the
-    # candidate has run yet. Any other process after the tests is the candidate's leftover.
-    own = {pid for pid, _ in rt.processes(cid)}
+    spec = verifier_spec(task, image, scope.grading_id)
+    cid = scope.container(spec)
+    own = _own_processes(rt, cid, spec.command[0])
     rt.put_archive(cid, workdir_of(task), sub.archive.read_bytes())
     before = _read_logs(scope, cid, "before")
     if isinstance(before, list):
@@ -134,7 +132,7 @@ def _verify(
         return ["harbor:reward-before-tests", *(_code("file", n) for n in sorted(before)[:4])]
     run = rt.exec(
         cid, TEST_ARGV, deadline_s=task.config.limits.total_timeout, output_cap=0,
-        env=verifier_spec(task, image, scope.grading_id).env, workdir=workdir_of(task),
+        env=spec.env, workdir=workdir_of(task),
         capture=False,
     )  # fmt: skip
     limits = [f"limit:{c}" for c in ceilings_hit(rt, cid)]
@@ -163,6 +161,20 @@ def _verify(
     if isinstance(after, list):
         return after
     return parse_reward(after)
+
+
+def _own_processes(rt: Runtime, cid: str, keep_alive: str) -> set[int]:
+    """The container's own processes (its init and keep-alive), once the keep-alive runs:
+    nothing of the candidate has run yet, so any other process after the tests is a leftover.
+    Listed too early, the keep-alive would be missing and later taken for the candidate's."""
+    deadline = monotonic() + OWN_WAIT_S
+    while True:
+        procs = rt.processes(cid)
+        if any(name == keep_alive for _, name in procs):
+            return {pid for pid, _ in procs}
+        if monotonic() > deadline:
+            raise RuntimeError_(f"the verifier's {keep_alive!r} did not start in {OWN_WAIT_S} s")
+        sleep(0.05)
 
 
 def _code(kind: str, name: str) -> str:
@@ -204,7 +216,7 @@ def _shared(g: Grading, scope: GradingScope, source: Source) -> Verdict:
         raise UsageError("the naive harbor baseline grades an agent run (--agent-cmd)")
     lim = task.config.limits
     spec = ContainerSpec(
-        image=g.image,
+        image=g.task_image,
         grading_id=scope.grading_id,
         role="agent",
         binds=(Bind(task.inputs_dir, "/task"),),
