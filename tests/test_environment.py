@@ -341,3 +341,30 @@ def test_without_build_a_missing_image_names_assay_build(tmp_path: Path) -> None
     with pytest.raises(TaskEnvironmentError) as err:
         ensure_environment(client, task, build=False)
     assert err.value.fix == f"assay build {task.root}" and client.builds == []
+
+
+def test_the_seeded_workdir_is_the_agents_without_set_id_bits_or_devices() -> None:
+    from assay._internal.tiers.seed import _owned_by_agent
+
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        for name, kind, mode in [
+            ("app", tarfile.DIRTYPE, 0o755),
+            ("app/bin", tarfile.REGTYPE, 0o4755),
+            ("app/dev", tarfile.CHRTYPE, 0o666),
+            ("app/fifo", tarfile.FIFOTYPE, 0o666),
+            ("other/x", tarfile.REGTYPE, 0o644),
+        ]:
+            info = tarfile.TarInfo(name)
+            info.type, info.mode, info.uid = kind, mode, 0
+            tar.addfile(info, io.BytesIO(b"") if kind == tarfile.REGTYPE else None)
+        link = tarfile.TarInfo("app/hard")
+        link.type, link.linkname = tarfile.LNKTYPE, "app/bin"
+        tar.addfile(link)
+    raw.seek(0)
+    data, count = _owned_by_agent(raw, "app")
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert count == 2 and sorted(members) == ["bin", "hard"]
+    assert members["bin"].mode == 0o755 and members["bin"].uid == members["bin"].gid == 1000
+    assert members["hard"].linkname == "bin"

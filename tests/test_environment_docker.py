@@ -26,7 +26,7 @@ from assay.errors import TaskEnvironmentError
 pytestmark = pytest.mark.docker
 
 C_TASK = EXAMPLES / "c-wordfreq"
-AGENT_CMD = "cc -O2 -o wordfreq /agent/wordfreq.c"
+AGENT_CMD = "sh /agent/agent.sh"  # solutions/*/agent.sh: cc -O2 -o wordfreq wordfreq.c
 
 
 def cli(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
@@ -183,3 +183,32 @@ def test_a_missing_image_exits_2_naming_it(
     with pytest.raises(TaskEnvironmentError) as err:
         task_image(docker_runtime, unbuilt, "assay-base:latest")
     assert err.value.fix == f"assay build {unbuilt.root}" and err.value.exit_code == 2
+
+
+def test_grading_builds_on_first_use_and_the_agent_starts_from_the_image_workdir(
+    scratch_task: Any, docker_runtime: Any, tmp_path: Path
+) -> None:
+    """A Harbor-style task: the image ships the code at /app (root's files); the agent edits it
+    in place. The workdir is a fresh volume, so this passes only if the image's /app was copied
+    in, owned by the agent."""
+    root = scratch_task(
+        "FROM assay-base:latest\nRUN mkdir -p /app/pkg"
+        " && printf 'def add(a, b):\\n    return a - b\\n' > /app/pkg/solution.py\n",
+        env='dockerfile = "environment/Dockerfile"\nworkdir = "/app"',
+    )
+    toml = root / "task.toml"
+    toml.write_text(
+        toml.read_text()
+        .replace('artifacts = ["s.py"]', 'artifacts = ["pkg/solution.py"]')
+        .replace('entry = "s:f"', 'entry = "pkg.solution:add"')
+    )
+    (root / "judge" / "cases.json").write_text(
+        '[{"id": "a", "input": [2, 3], "expected": 5}, {"id": "b", "input": [0, 0], "expected": 0}]'
+    )
+    fix = "sed -i 's/a - b/a + b/' pkg/solution.py && test \"$(pwd)\" = /app"
+    g = assay("grade", str(root), "--agent-cmd", fix, tmp=tmp_path)
+    assert g.exit_code == 0, g.stderr  # built on first use by the grade itself
+    assert g.verdict is not None and g.verdict["passed"] is True
+    untouched = assay("grade", str(root), "--agent-cmd", "true", tmp=tmp_path)
+    assert untouched.exit_code == 1 and untouched.verdict is not None  # a - b, as shipped
+    assert untouched.verdict["cases"][0]["status"] == "fail"

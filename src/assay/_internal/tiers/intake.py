@@ -28,6 +28,7 @@ from ..runtime import (
     Scratch,
 )
 from ..runtime.base import ceilings_hit
+from .seed import seed_workdir
 
 WORKSPACE = "/workspace"
 
@@ -174,6 +175,8 @@ def run_agent(
     while they are read."""
     rt = scope.runtime
     cid = scope.container(agent_spec(task, scope, image, agent_dir))
+    if task.environment is not None:
+        seed_workdir(scope, task, image, cid)
     res = rt.exec(
         cid,
         ("sh", "-c", agent_cmd),
