@@ -25,8 +25,10 @@ PLANT = "mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; printf 'ex
 # A total.py that prints a wrong answer and leaves a detached loop that keeps replacing
 # reward.json with all ones, so whatever the test script writes is overwritten after it ends.
 DAEMON = r"""cat > total.py <<'PY'
+import json
 import subprocess
-loop = ("while :; do printf '{\"sum\": 1, \"negative\": 1, \"empty\": 1}' > /logs/verifier/r.tmp"
+ones = json.dumps({k: 1 for k in ("sum", "negative", "empty", "prices")})
+loop = (f"while :; do printf '%s' '{ones}' > /logs/verifier/r.tmp"
         " && mv -f /logs/verifier/r.tmp /logs/verifier/reward.json; sleep 0.01; done")
 subprocess.Popen(["sh", "-c", loop], start_new_session=True, stdin=subprocess.DEVNULL,
                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -67,7 +69,7 @@ def test_greet_reference_passes_and_wrong_fails(docker_runtime, base_image, impo
     ok = grade(docker_runtime, base_image, task, reference(task))
     assert ok.passed, ok.reason_codes
     assert ok.tier == "harbor" and [(c.id, c.status) for c in ok.cases] == [("reward", "pass")]
-    assert set(ok.image_digests) == {"agent", "verifier"}
+    assert set(ok.image_digests) == {"agent", "seed", "verifier"}  # seed: the image's /app
     bad = grade(docker_runtime, base_image, task, wrong("greet"))
     assert not bad.passed
     assert bad.reason_codes == ["harbor:no-reward"]  # set -e stopped the script before it
@@ -77,10 +79,12 @@ def test_csv_total_reference_passes_and_wrong_fails(docker_runtime, base_image, 
     task = imported["csv-total"]
     ok = grade(docker_runtime, base_image, task, reference(task))
     assert ok.passed, ok.reason_codes
-    assert [c.id for c in ok.cases] == ["reward.sum", "reward.negative", "reward.empty"]
+    assert [c.id for c in ok.cases] == [
+        "reward.sum", "reward.negative", "reward.empty", "reward.prices",
+    ]  # fmt: skip
     bad = grade(docker_runtime, base_image, task, wrong("csv-total"))
     assert not bad.passed and bad.reason_codes == []
-    assert [c.status for c in bad.cases] == ["pass", "pass", "fail"]  # crashes on no rows
+    assert [c.status for c in bad.cases] == ["pass", "pass", "fail", "pass"]  # crashes on no rows
 
 
 def test_planted_reward_live_on_shared_mode_blocked_on_harbor(

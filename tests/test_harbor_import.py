@@ -46,7 +46,7 @@ def test_relative_artifact_and_verifier_env(tmp_path: Path) -> None:
     doc = tomllib.loads((out / "task.toml").read_text())
     assert doc["artifacts"] == ["total.py", "total.py/**"]
     assert doc["environment"]["workdir"] == "/app"  # Harbor's default
-    assert doc["harbor"] == {"verifier_env": {"TOTAL_CASES": "3"}}
+    assert doc["harbor"] == {"verifier_env": {"TOTAL_CASES": "4"}}
     assert "artifact_bytes" not in doc["limits"]
 
 

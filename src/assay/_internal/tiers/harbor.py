@@ -2,8 +2,9 @@
 
   agent phase + firewall: exactly the strict tier's (`intake`): only the declared artifacts
           leave the agent's container, as the firewall's normalised archive.
-  verify: a fresh, hardened, offline container from the task's environment image; the
-          artifacts are restored under its workdir; /logs/verifier is checked to be empty;
+  verify: a fresh, hardened, offline container from the task's environment image; its
+          workdir as the image has it, the artifacts restored over it; /logs/verifier is
+          checked to be empty;
           judge/tests/ is mounted read-only at /tests (it was never in the agent's container
           or the image's build context); `bash /tests/test.sh` runs under the verifier time
           limit. Then the container is frozen, the engine lists its processes from outside
@@ -41,6 +42,7 @@ from ..runtime.scope import new_grading_id
 from .controller import Grading, Source
 from .harbor_reward import JSON, MAX_JSON_BYTES, TXT, BadReward, Rewards, parse_reward
 from .intake import Refused, Submission, take_from_container
+from .seed import seed_workdir
 
 LOGS = "/logs/verifier"
 TESTS = "/tests"
@@ -124,6 +126,10 @@ def _verify(
     spec = verifier_spec(task, image, scope.grading_id)
     cid = scope.container(spec)
     own = _own_processes(rt, cid, spec.command[0])
+    # The workdir as the image has it (Harbor's verifier starts from the environment too),
+    # then the artifacts over it, root-owned so the tests' uid cannot rewrite them.
+    if task.environment is not None:
+        seed_workdir(scope, task, image, cid)
     rt.put_archive(cid, workdir_of(task), sub.archive.read_bytes())
     before = _read_logs(scope, cid, "before")
     if isinstance(before, list):
@@ -229,6 +235,8 @@ def _shared(g: Grading, scope: GradingScope, source: Source) -> Verdict:
         workdir=workdir_of(task),
     )
     cid = scope.container(spec)
+    if task.environment is not None:
+        seed_workdir(scope, task, g.task_image, cid)
     t0 = monotonic()
     rt.exec(cid, ("sh", "-c", source.agent_cmd), deadline_s=lim.agent_timeout, output_cap=0,
             workdir=workdir_of(task), capture=False)  # fmt: skip
