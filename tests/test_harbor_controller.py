@@ -14,6 +14,7 @@ from assay._internal.runtime.fake import FakeContainer, FakeRuntime
 from assay._internal.tiers.controller import Source
 from assay._internal.tiers.dispatch import default_tier, tiers_for
 from assay._internal.tiers.harbor import grade_harbor
+from assay.errors import TaskError
 
 REWARD = "/logs/verifier/reward.txt"
 
@@ -136,3 +137,19 @@ def test_the_keep_alive_is_not_taken_for_a_leftover(task: Task, submission: Sour
     verdict = grade_harbor(rt, task, submission, "img")
     assert verdict.passed, verdict.reason_codes
     assert rt.listed == 3  # once too early, once with the keep-alive, once after the tests
+
+
+@pytest.mark.parametrize("workdir", ["/logs", "/logs/verifier", "/tests/x"])
+def test_a_workdir_over_the_reward_or_the_tests_is_refused(tmp_path: Path, workdir: str) -> None:
+    root = tmp_path / "t"
+    (root / "inputs").mkdir(parents=True)
+    (root / "judge" / "tests").mkdir(parents=True)
+    (root / "judge" / "tests" / "test.sh").write_text("")
+    (root / "env").mkdir()
+    (root / "env" / "Dockerfile").write_text("FROM assay-base:latest\n")
+    (root / "task.toml").write_text(
+        'id = "t"\nkind = "harbor"\nartifacts = ["verifier/reward.txt"]\n'
+        f'[environment]\ndockerfile = "env/Dockerfile"\nworkdir = "{workdir}"\n'
+    )
+    with pytest.raises(TaskError, match="may not overlap"):
+        load_task(root)

@@ -81,6 +81,10 @@ HARBOR_TEST = "tests/test.sh"
 """A Harbor task's verifier entry point, under judge/ (`assay import harbor` puts it there)."""
 
 
+HARBOR_VERIFIER_PATHS = ("/logs", "/tests")
+"""Where a Harbor verifier keeps its reward and its tests."""
+
+
 class HarborSpec(_Strict):
     """`[harbor]`: what a task imported from Harbor needs beyond the common keys
     (docs/tasks.md, "Harbor tasks"). Its test script is judge/tests/test.sh."""
@@ -160,6 +164,12 @@ class TaskConfig(_Strict):
             raise ValueError("kind 'harbor' runs judge/tests/test.sh, not [judge]")
         if self.kind != "harbor" and self.harbor is not None:
             raise ValueError("[harbor] is only for kind 'harbor'")
+        if self.kind == "harbor":
+            workdir = (self.environment.workdir if self.environment else "/workspace").rstrip("/")
+            for own in HARBOR_VERIFIER_PATHS:
+                if workdir == own or own.startswith(workdir + "/") or workdir.startswith(own + "/"):
+                    # The artifacts are restored under the workdir: never where the reward is.
+                    raise ValueError(f"environment.workdir of a harbor task may not overlap {own}")
         return self
 
 
