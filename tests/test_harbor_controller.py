@@ -153,3 +153,16 @@ def test_a_workdir_over_the_reward_or_the_tests_is_refused(tmp_path: Path, workd
     )
     with pytest.raises(TaskError, match="may not overlap"):
         load_task(root)
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [("__init", "process:init"), ("...", "process:unnamed"), ("Ω" * 80, "process:unnamed"),
+     ("x" * 80, "process:" + "x" * 40)],
+)  # fmt: skip
+def test_a_hostile_process_name_still_makes_a_valid_failed_verdict(
+    task: Task, submission: Source, name: str, code: str
+) -> None:
+    verdict = grade_harbor(FakeRuntime(fake_tests(b"1", leftover=name)), task, submission, "img")  # type: ignore[arg-type]
+    assert not verdict.passed
+    assert verdict.reason_codes == ["harbor:leftover-process", code]

@@ -185,7 +185,8 @@ def _own_processes(rt: Runtime, cid: str, keep_alive: str) -> set[int]:
 
 def _code(kind: str, name: str) -> str:
     """A reason code naming a hostile process or file name: lower-case, bounded, printable."""
-    return f"{kind}:{_NAME_CHARS.sub('-', name.lower()).strip('-.')[:40] or 'unnamed'}"
+    # A reason code's name starts with [a-z0-9]; anything else would make the verdict invalid.
+    return f"{kind}:{_NAME_CHARS.sub('-', name.lower()).lstrip('-._')[:40] or 'unnamed'}"
 
 
 def _read_logs(scope: GradingScope, cid: str, purpose: str) -> dict[str, bytes] | list[str]:
