@@ -5,6 +5,9 @@
 #   examples/<name>/attempts/*         must fail   (honest attempts at an unsolvable canary)
 # A submission directory holding agent.sh is source for an agent to build (e.g. the C example):
 # it is graded as `--agent-dir DIR --agent-cmd 'sh /agent/agent.sh'`.
+#   examples/harbor/<name>  Harbor-format tasks: imported, then solution/solve.sh must pass and
+#                           examples/harbor/wrong/<name>.sh must fail
+
 # Prints a table; exits non-zero if any outcome differs from its expectation.
 set -euo pipefail
 
@@ -28,13 +31,14 @@ outcome() {
 
 rows=() bad=() n=0
 grade_one() {
-    local task="$1" sub="$2" want="$3" rc t0 secs got mark log
+    local task="$1" sub="$2" want="$3" cmd="${4:-}" rc t0 secs got mark log
     n=$((n + 1))
     log="$LOGS/$n.log"
     t0=$EPOCHREALTIME
     rc=0
     local how=(--submission "$sub")
     [ -f "$sub/agent.sh" ] && how=(--agent-dir "$sub" --agent-cmd "sh /agent/agent.sh")
+    [ -n "$cmd" ] && how=(--agent-dir "$sub" --agent-cmd "$cmd")
     "$ASSAY" grade "$task" "${how[@]}" >"$log" 2>&1 </dev/null || rc=$?
     secs="$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1fs", b - a }')"
     got="$(outcome "$rc")"
@@ -50,6 +54,17 @@ for task in examples/*/; do
     for attempt in "$task"/attempts/*/; do
         [ -d "$attempt" ] && grade_one "$task" "${attempt%/}" fail
     done
+done
+
+# Harbor-format examples: imported first (`assay import harbor`), then graded on the harbor tier
+# with their own solution/solve.sh (must pass) and examples/harbor/wrong/<name>.sh (must fail).
+for src in examples/harbor/*/; do
+    src="${src%/}"
+    [ -f "$src/tests/test.sh" ] || continue
+    name="$(basename "$src")"
+    "$ASSAY" import harbor "$src" "$LOGS/harbor/$name" >/dev/null
+    grade_one "$LOGS/harbor/$name" "$LOGS/harbor/$name/solutions/reference" pass "bash /agent/solve.sh"
+    grade_one "$LOGS/harbor/$name" examples/harbor/wrong fail "bash /agent/$name.sh"
 done
 
 if [ "$n" -eq 0 ]; then

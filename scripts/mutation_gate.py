@@ -52,6 +52,7 @@ class Mutation:
 
 FC = "tests/test_firewall_corpus.py::test_hostile_archive_is_rejected_by_its_rule"
 JI = "tests/test_judge_incontainer.py"
+HC = "tests/test_harbor_controller.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -277,6 +278,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    make_non_dumpable()\n",
         "",
         (f"{HARDENING}::test_candidate_cannot_reach_the_runner_through_proc[runc]",),
+    ),
+    Mutation(
+        "harbor-leftover-process",
+        "the harbor tier failing a grading when a process of the candidate outlives test.sh",
+        "src/assay/_internal/tiers/harbor.py",
+        "    if leftovers and check_processes:\n",
+        "    if False:\n",
+        (f"{HC}::test_a_leftover_process_fails_and_the_check_is_what_blocks_it",),
+    ),
+    Mutation(
+        "harbor-reward-before-tests",
+        "the harbor tier's check that /logs/verifier is empty before the tests run",
+        "src/assay/_internal/tiers/harbor.py",
+        "    if before:\n",
+        "    if False:\n",
+        (f"{HC}::test_a_reward_present_before_the_tests_fails",),
+    ),
+    Mutation(
+        "harbor-reward-lenient-json",
+        "the strict JSON reader for reward.json (duplicate keys, NaN, Infinity)",
+        "src/assay/_internal/tiers/harbor_reward.py",
+        "loads_strict(raw, max_bytes=MAX_JSON_BYTES, max_depth=1)",
+        '__import__("json").loads(raw)',
+        ("tests/test_harbor_reward.py::test_json_garbage_fails",),
     ),
 )
 

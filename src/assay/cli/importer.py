@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from assay._internal.importers.harbor import import_harbor, task_id
 from assay._internal.importers.humaneval import Converted, import_humaneval
 
 from .common import exit_codes
@@ -43,3 +44,19 @@ def humaneval_cmd(out: Path, only: tuple[int, ...], parallel: int) -> None:
     click.echo(f"wrote {written} of {len(results)} task(s) to {out}; see {report}")
     if written != len(results):
         sys.exit(1)
+
+
+@import_cmd.command("harbor")
+@click.argument("src", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("out", required=False, type=click.Path(file_okay=False, path_type=Path))
+def harbor_cmd(src: Path, out: Path | None) -> None:
+    """One Harbor / Terminal-Bench task directory SRC as an assay task in OUT (default:
+    ./<task id>), graded on the harbor tier, Harbor's separate-verifier mode.
+
+    A task that needs what assay does not offer (network, compose sidecars, GPUs, several
+    steps, other users, unknown keys) is refused with exit 2 naming the field.
+    """
+    with exit_codes():
+        target = out if out is not None else Path(task_id(src.resolve().name))
+        written = import_harbor(src, target)
+    click.echo(f"wrote {written}; grade it with: assay grade {written} --agent-cmd ...")

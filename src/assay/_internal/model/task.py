@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from assay.errors import TaskError
 
-Kind = Literal["function", "cli", "transform", "pytest"]
+Kind = Literal["function", "cli", "transform", "pytest", "harbor"]
 STRICT_KINDS: frozenset[str] = frozenset({"function", "cli", "transform"})
 
 
@@ -77,6 +77,21 @@ class PytestSpec(_Strict):
     truth: str | None = None
 
 
+HARBOR_TEST = "tests/test.sh"
+"""A Harbor task's verifier entry point, under judge/ (`assay import harbor` puts it there)."""
+
+
+HARBOR_VERIFIER_PATHS = ("/logs", "/tests")
+"""Where a Harbor verifier keeps its reward and its tests."""
+
+
+class HarborSpec(_Strict):
+    """`[harbor]`: what a task imported from Harbor needs beyond the common keys
+    (docs/tasks.md, "Harbor tasks"). Its test script is judge/tests/test.sh."""
+
+    verifier_env: dict[str, str] = Field(default_factory=dict, max_length=64)
+
+
 IMAGE_REF = r"^([a-z0-9][a-z0-9._/:-]{0,254}@)?sha256:[0-9a-f]{64}$"
 """A pinned image: `name@sha256:<digest>` (a repo digest) or `sha256:<id>` (a local image id)."""
 WORKDIR = r"^/[A-Za-z0-9._/-]{0,254}$"
@@ -130,6 +145,7 @@ class TaskConfig(_Strict):
     transform: CommandSpec | None = None
     judge: JudgeSpec | None = None
     pytest: PytestSpec | None = None
+    harbor: HarborSpec | None = None
     environment: EnvironmentSpec | None = None
 
     @model_validator(mode="after")
@@ -144,6 +160,16 @@ class TaskConfig(_Strict):
             raise ValueError("kind 'pytest' takes [pytest], not [judge]")
         if self.kind != "pytest" and self.pytest is not None:
             raise ValueError("[pytest] is only for kind 'pytest'")
+        if self.kind == "harbor" and self.judge is not None:
+            raise ValueError("kind 'harbor' runs judge/tests/test.sh, not [judge]")
+        if self.kind != "harbor" and self.harbor is not None:
+            raise ValueError("[harbor] is only for kind 'harbor'")
+        if self.kind == "harbor":
+            workdir = (self.environment.workdir if self.environment else "/workspace").rstrip("/")
+            for own in HARBOR_VERIFIER_PATHS:
+                if workdir == own or own.startswith(workdir + "/") or workdir.startswith(own + "/"):
+                    # The artifacts are restored under the workdir: never where the reward is.
+                    raise ValueError(f"environment.workdir of a harbor task may not overlap {own}")
         return self
 
 
@@ -228,6 +254,8 @@ def load_task(path: Path | str) -> Task:
     for rel in filter(None, judge_files):
         if not (root / "judge" / rel).is_file():
             raise TaskError(str(toml_path), f"judge file {rel!r} does not exist under judge/")
+    if config.kind == "harbor" and not (root / "judge" / HARBOR_TEST).is_file():
+        raise TaskError(str(toml_path), f"a harbor task needs judge/{HARBOR_TEST}")
     if config.judge is not None and config.judge.cases is not None:
         check_case_file(root / "judge" / config.judge.cases, config)
     return Task(root, config, tree_digest(root))

@@ -38,10 +38,14 @@ ReasonCode = Annotated[
 ]
 PhaseName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Tier = Literal["t0", "t1", "t2", "t3"]
-TIER_TITLES: dict[Tier, str] = {"t0": "naive", "t1": "fresh", "t2": "compat", "t3": "strict"}
+Tier = Literal["t0", "t1", "t2", "t3", "harbor"]
+TIER_TITLES: dict[Tier, str] = {
+    "t0": "naive", "t1": "fresh", "t2": "compat", "t3": "strict", "harbor": "compat-class",
+}  # fmt: skip
 """What each tier is, in a word (t0 and t1 are the unsafe baselines)."""
 UNSAFE_TIERS: frozenset[Tier] = frozenset({"t0", "t1"})
+COMPAT_CLASS_TIERS: frozenset[Tier] = frozenset({"t2", "harbor"})
+"""Tiers where candidate code runs beside the tests (docs/compat.md lists what that leaves open)."""
 CaseStatus = Literal["pass", "fail", "error", "timeout", "limit"]
 
 

@@ -147,6 +147,11 @@ class Runtime(Protocol):
         """Counts of ceiling hits by name ("pids", "memory"); {} where the backend cannot see."""
         ...
 
+    def processes(self, cid: str) -> list[tuple[int, str]]:
+        """(host pid, command name) of every process in the container, as the engine sees it
+        from outside (a paused container too); nothing running inside is asked."""
+        ...
+
     def image_digest(self, image: str) -> str: ...
 
     def sweep(self, grading_id: str | None = None) -> int:

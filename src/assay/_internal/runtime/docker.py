@@ -414,6 +414,20 @@ class DockerRuntime:
                 break
         return events
 
+    def processes(self, cid: str) -> list[tuple[int, str]]:
+        # `docker top` runs ps on the host over the container's cgroup: the candidate cannot
+        # answer for itself, and it works on a frozen container.
+        top = self._call("top", self._api.top, cid, ps_args="-o pid,comm")
+        rows = top.get("Processes") if isinstance(top, dict) else None
+        if not isinstance(rows, list):
+            raise RuntimeError_(f"the engine listed no processes for {cid[:12]}")
+        out: list[tuple[int, str]] = []
+        for row in rows:
+            if not (isinstance(row, list) and len(row) >= 2 and str(row[0]).isdigit()):
+                raise RuntimeError_(f"the engine's process list for {cid[:12]} is malformed")
+            out.append((int(row[0]), str(row[1])))
+        return out
+
     def image_digest(self, image: str) -> str:
         if image not in self._digests:
             self._digests[image] = ensure_image_present(self._client, image)

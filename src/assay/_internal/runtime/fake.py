@@ -26,6 +26,7 @@ class FakeContainer:
     state: str = "created"
     log: bytearray = field(default_factory=bytearray)
     oom: bool = False
+    procs: list[tuple[int, str]] = field(default_factory=lambda: [(1, "docker-init"), (2, "sleep")])
     owner: str = field(default_factory=this_owner)
 
 
@@ -175,6 +176,9 @@ class FakeRuntime:
 
     def limit_events(self, cid: str) -> dict[str, int]:
         return {"memory": 1} if self._get(cid).oom else {}
+
+    def processes(self, cid: str) -> list[tuple[int, str]]:
+        return list(self._get(cid).procs)
 
     def image_digest(self, image: str) -> str:
         # Distinct per image, as on an engine, so a test can tell which image a role recorded.

@@ -145,6 +145,9 @@ class ObservedRuntime:
     def limit_events(self, cid: str) -> dict[str, int]:
         return self._timed("cgroup", self._gid(cid), lambda: self.inner.limit_events(cid))
 
+    def processes(self, cid: str) -> list[tuple[int, str]]:
+        return self._timed("top", self._gid(cid), lambda: self.inner.processes(cid))
+
     def image_digest(self, image: str) -> str:
         return self.inner.image_digest(image)
 

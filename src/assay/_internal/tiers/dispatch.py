@@ -17,21 +17,30 @@ from ..runtime.images import DEFAULT_BASE_IMAGE
 from .baselines import BaselineOptions, BaselineRun, run_baseline
 from .compat import grade_compat
 from .controller import Source
+from .harbor import grade_harbor
 from .judgepool import JudgePool
 from .strict import grade_strict
 
-TIERS: tuple[Tier, ...] = get_args(Tier)
+ALL_TIERS: tuple[Tier, ...] = get_args(Tier)
+TIERS: tuple[Tier, ...] = tuple(t for t in ALL_TIERS if t != "harbor")
+"""The proof matrix's columns. The harbor tier grades only imported Harbor tasks and has no
+column (docs/matrix.md, "Harbor tier"); its attacks are tested in tests/test_harbor_docker.py."""
 
 DEFAULT_IMAGE = DEFAULT_BASE_IMAGE
 
 
 def default_tier(task: Task) -> Tier:
-    """Strict kinds never import the candidate, so they go to T3; pytest tasks to T2."""
+    """Strict kinds never import the candidate, so they go to T3; pytest tasks to T2; tasks
+    imported from Harbor to the harbor tier (its separate-verifier mode)."""
+    if task.config.kind == "harbor":
+        return "harbor"
     return "t3" if task.config.kind in STRICT_KINDS else "t2"
 
 
 def tiers_for(task: Task) -> tuple[Tier, ...]:
     """Every tier that can grade `task` at all (the unsafe baselines included)."""
+    if task.config.kind == "harbor":
+        return ("t0", "harbor")
     return ("t3",) if task.config.kind in STRICT_KINDS else ("t0", "t1", "t2")
 
 
@@ -39,21 +48,24 @@ def pick_tier(task: Task, requested: str | None, unsafe_baseline: bool) -> Tier:
     default = default_tier(task)
     if requested is None:
         return default
-    if requested not in TIERS:
-        raise UsageError(f"unknown tier {requested!r}; choose one of {', '.join(TIERS)}")
-    tier = next(t for t in TIERS if t == requested)
+    if requested not in ALL_TIERS:
+        raise UsageError(f"unknown tier {requested!r}; choose one of {', '.join(ALL_TIERS)}")
+    tier = next(t for t in ALL_TIERS if t == requested)
     if tier in UNSAFE_TIERS and not unsafe_baseline:
         raise UsageError(
             f"{tier} is an unsafe baseline that exists to prove attacks are live; "
             "pass --unsafe-baseline if that is really what you want"
         )
-    if tier == "t3" and task.config.kind not in STRICT_KINDS:
+    if tier == "t3" and task.config.kind == "pytest":
         raise UsageError(
             f"task {task.id!r} is kind {task.config.kind!r}: its tests import the candidate, "
             "which the strict tier never does; grade it on t2 (the default for it)"
         )
     if tier not in tiers_for(task):
-        raise UsageError(f"tier {tier} runs pytest tasks; {task.id!r} is a strict task")
+        raise UsageError(
+            f"tier {tier} cannot grade {task.id!r} (kind {task.config.kind!r}); "
+            f"it takes {', '.join(tiers_for(task))}"
+        )
     return tier
 
 
@@ -73,5 +85,8 @@ def run_tier(
         return grade_strict(rt, task, source, image, grading_id, judges=judges), None
     if tier == "t2":
         return grade_compat(rt, task, source, image, grading_id), None
+    if tier == "harbor" or task.config.kind == "harbor":
+        shared = tier == "t0"  # the naive baseline: Harbor's shared mode
+        return grade_harbor(rt, task, source, image, grading_id, shared=shared), None
     run = run_baseline(rt, task, source, image, tier, baseline, grading_id=grading_id)
     return run.verdict, run

@@ -1,0 +1,111 @@
+"""The harbor tier on a real engine: both Harbor-format examples, imported and graded with their
+own solve.sh (pass) and a wrong solution (fail), and the two attacks on a Harbor verifier: a
+reward planted by the candidate, and a process the candidate leaves to write the reward after
+the tests. Each attack is shown live where its protection is absent (the naive shared-mode
+baseline, or the process check switched off) and blocked on the harbor tier."""
+
+from __future__ import annotations
+
+import pytest
+from e2e import EXAMPLES
+
+from assay._internal.environment.build import ensure_environment
+from assay._internal.importers.harbor import import_harbor
+from assay._internal.model.task import Task, load_task
+from assay._internal.model.verdict import Verdict
+from assay._internal.runtime.docker import DockerRuntime, connect
+from assay._internal.tiers.controller import Source
+from assay._internal.tiers.harbor import grade_harbor
+from assay._internal.tiers.strict import new_grading_id
+
+pytestmark = pytest.mark.docker
+
+HARBOR = EXAMPLES / "harbor"
+PLANT = "mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; printf 'exit 3\\n' > greet.sh"
+# A total.py that prints a wrong answer and leaves a detached loop that keeps replacing
+# reward.json with all ones, so whatever the test script writes is overwritten after it ends.
+DAEMON = r"""cat > total.py <<'PY'
+import json
+import subprocess
+ones = json.dumps({k: 1 for k in ("sum", "negative", "empty", "prices")})
+loop = (f"while :; do printf '%s' '{ones}' > /logs/verifier/r.tmp"
+        " && mv -f /logs/verifier/r.tmp /logs/verifier/reward.json; sleep 0.01; done")
+subprocess.Popen(["sh", "-c", loop], start_new_session=True, stdin=subprocess.DEVNULL,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print("0.00")
+PY"""
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Task]:
+    """Both examples imported and their environment images built (once for the module)."""
+    out = tmp_path_factory.mktemp("harbor")
+    client = connect()
+    tasks = {}
+    for name in ("greet", "csv-total"):
+        task = load_task(import_harbor(HARBOR / name, out / name))
+        ensure_environment(client, task)
+        tasks[name] = task
+    return tasks
+
+
+def grade(rt: DockerRuntime, image: str, task: Task, source: Source, **kw: bool) -> Verdict:
+    gid = new_grading_id()
+    verdict = grade_harbor(rt, task, source, image, grading_id=gid, **kw)
+    assert rt.leftovers(gid) == [], "the grading left something behind"
+    return verdict
+
+
+def reference(task: Task) -> Source:
+    return Source(agent_cmd="bash /agent/solve.sh", agent_dir=task.root / "solutions/reference")
+
+
+def wrong(name: str) -> Source:
+    return Source(agent_cmd=f"bash /agent/{name}.sh", agent_dir=HARBOR / "wrong")
+
+
+def test_greet_reference_passes_and_wrong_fails(docker_runtime, base_image, imported) -> None:
+    task = imported["greet"]
+    ok = grade(docker_runtime, base_image, task, reference(task))
+    assert ok.passed, ok.reason_codes
+    assert ok.tier == "harbor" and [(c.id, c.status) for c in ok.cases] == [("reward", "pass")]
+    assert set(ok.image_digests) == {"agent", "seed", "verifier"}  # seed: the image's /app
+    bad = grade(docker_runtime, base_image, task, wrong("greet"))
+    assert not bad.passed
+    assert bad.reason_codes == ["harbor:no-reward"]  # set -e stopped the script before it
+
+
+def test_csv_total_reference_passes_and_wrong_fails(docker_runtime, base_image, imported) -> None:
+    task = imported["csv-total"]
+    ok = grade(docker_runtime, base_image, task, reference(task))
+    assert ok.passed, ok.reason_codes
+    assert [c.id for c in ok.cases] == [
+        "reward.sum", "reward.negative", "reward.empty", "reward.prices",
+    ]  # fmt: skip
+    bad = grade(docker_runtime, base_image, task, wrong("csv-total"))
+    assert not bad.passed and bad.reason_codes == []
+    assert [c.status for c in bad.cases] == ["pass", "pass", "fail", "pass"]  # crashes on no rows
+
+
+def test_planted_reward_live_on_shared_mode_blocked_on_harbor(
+    docker_runtime, base_image, imported
+) -> None:
+    task = imported["greet"]
+    shared = grade(docker_runtime, base_image, task, Source(agent_cmd=PLANT), shared=True)
+    assert shared.passed and shared.tier == "t0"  # live: the planted 1 is read as the reward
+    blocked = grade(docker_runtime, base_image, task, Source(agent_cmd=PLANT))
+    assert not blocked.passed
+    assert blocked.reason_codes == ["harbor:no-reward"]
+
+
+def test_leftover_writer_live_without_the_check_blocked_with_it(
+    docker_runtime, base_image, imported
+) -> None:
+    task = imported["csv-total"]
+    source = Source(agent_cmd=DAEMON)
+    unchecked = grade(docker_runtime, base_image, task, source, check_processes=False)
+    assert unchecked.passed, unchecked.reason_codes  # live: the loop's ones replaced the zeros
+    blocked = grade(docker_runtime, base_image, task, source)
+    assert not blocked.passed
+    assert blocked.reason_codes[0] == "harbor:leftover-process"
+    assert "process:sh" in blocked.reason_codes
