@@ -26,6 +26,7 @@ from ..batch.run import (
 from ..batch.run import (
     Job as BatchJob,
 )
+from ..model.diagnostics import Diagnostics, pending
 from ..model.task import Task, load_task
 from ..model.verdict import Tier, Verdict
 from ..runtime import Runtime
@@ -50,6 +51,9 @@ class Graded:
     envelope: bytes
     job_id: str | None = None
     """The job's id, for results of `Grader.grade_many`."""
+    diagnostics: Diagnostics | None = None
+    """Failed cases explained for the task's owner (expected, actual, a diff); not signed,
+    and never to be shown to the agent that was graded (docs/verdicts.md)."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,8 @@ class Grader:
         finally:
             if judges is not None:
                 judges.finish(gid)
-        return Graded(verdict, sign_verdict(verdict, self._private_key))
+        envelope = sign_verdict(verdict, self._private_key)
+        return Graded(verdict, envelope, diagnostics=pending.take(verdict.grading_id))
 
     # -- many submissions --------------------------------------------------------------------
 
@@ -230,7 +235,7 @@ class Batch:
                 result: BatchResult = done.value
                 return result
             if o.verdict is not None and o.envelope is not None:
-                yield Graded(o.verdict, o.envelope, o.id)
+                yield Graded(o.verdict, o.envelope, o.id, o.diagnostics)
 
 
 def batch_grader(
