@@ -39,3 +39,6 @@ main.add_command(gc_cmd)
 from assay.cli.importer import import_cmd  # noqa: E402
 
 main.add_command(import_cmd)
+from assay.cli.report import report_cmd  # noqa: E402
+
+main.add_command(report_cmd)
