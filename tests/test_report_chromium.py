@@ -187,3 +187,34 @@ def test_screenshots_of_the_summary_and_a_grading(
         render(html.as_uri() + frag, screenshot=shot)
         data = shot.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_matrix_page_draws_a_recorded_result(tmp_path: Path) -> None:
+    from assay._internal.proof.matrix import Row, load_corpus
+    from assay.cli.matrix import class_names, render_html
+
+    corpus = ROOT / "corpus"
+    attacks = load_corpus([corpus])[:2]
+    rows = [Row("control", "add-correct", "control", "t3", "pass", "pass", "")]
+    rows += [Row("attack", a.id, a.cls, "t3", "blocked", "blocked", "compare:mismatch")
+             for a in attacks]  # fmt: skip
+    # One surprise, whose reason carries markup (reasons can name candidate-chosen things).
+    rows.append(Row("attack", attacks[0].id, attacks[0].cls, "t2", "blocked", "exploit",
+                    f"<script>{RUN}</script>"))  # fmt: skip
+    html = tmp_path / "matrix.html"
+    html.write_text(render_html(rows, attacks, ["t2", "t3"], class_names([corpus])))
+    got = render(html.as_uri())
+    found = Elements(got.dom)
+    assert found.root().get("data-rendered") == "matrix:summary"
+    assert found.title == "assay report" and found.with_id("pwned") == []
+    assert got.requests == [] and foreign(got.proxied) == []
+    assert "1 unexpected outcome(s)" in got.dom
+    assert (
+        sum(
+            1
+            for tag, a in found.found
+            if tag == "td" and "cell-unexpected" in (a.get("class") or "")
+        )
+        == 1
+    )
+    assert f"&lt;script&gt;{RUN}" in got.dom.replace("&amp;", "&")
