@@ -149,3 +149,23 @@ def test_the_page_policy_allows_exactly_its_own_script_and_style() -> None:
 def test_the_reason_table_in_the_docs_is_the_one_the_report_uses() -> None:
     doc = (ROOT / "docs" / "verdicts.md").read_text()
     assert reasons.markdown_table() in doc
+
+
+def test_assay_grade_prints_diagnostics_with_nothing_that_steers_a_terminal() -> None:
+    import io
+
+    from rich.console import Console
+
+    from assay.cli.grade import diagnostics_target, print_diagnostics
+
+    buf = io.StringIO()
+    d = Diagnostics(grading_id="g-1", cases=[CaseDiagnostic(
+        id="c1", reason="compare:mismatch", expected="4\n", actual="\x1b]0;owned\x07\x1b[2J\u202e[red]5",
+        diff="-4\n+\x1b[2J\u202e5")])  # fmt: skip
+    print_diagnostics(Console(file=buf, force_terminal=True, width=200), d)
+    shown = buf.getvalue()
+    # rich adds its own colour codes; strip exactly those, nothing of the candidate's may remain
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", shown)
+    assert "\x1b" not in plain and "\x07" not in plain and "\u202e" not in plain
+    assert "+\\u001b[2J\\u202e5" in plain and "case c1: compare:mismatch" in plain
+    assert diagnostics_target(Path("out/x.dsse.json")) == Path("out/x.diag.json")
