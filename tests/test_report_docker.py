@@ -8,6 +8,7 @@ is how docs/images/report-*.png are made)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -30,7 +31,7 @@ run = "document.title='PWNED';var/**/d=document.createElement('div');d.id='pwned
 print("<script>" + run + "</script>")
 print("<img src=http://203.0.113.7/x.png onerror=" + run + ">")
 print("</textarea></script><script>" + run + "</script>")
-print("\u202egnp.exe \u2066isolate")
+print("\u202egnp.exe \u2066isolate \x1b[2J\x1b]0;owned\x07")
 print("A" * 200000)
 """
 
@@ -85,4 +86,20 @@ def test_grade_many_report_renders_inert_with_one_testcase_per_grading(tmp_path:
                    size=(1100, 1500 if view == "grading" else 520))  # fmt: skip
     # The grading view shows what the candidate printed, as text, with its bidi escaped.
     assert "&lt;/textarea&gt;&lt;/script&gt;&lt;script&gt;document.title=" in got.dom
-    assert "\\u202egnp.exe \\u2066isolate" in got.dom
+    assert "\\u202egnp.exe \\u2066isolate \\u001b[2J" in got.dom
+
+
+def test_assay_grade_prints_the_diagnostics_escaped(tmp_path: Path) -> None:
+    (tmp_path / "markup").mkdir()
+    (tmp_path / "markup" / "wc.py").write_text(MARKUP)
+    target = tmp_path / "v.dsse.json"
+    argv = [sys.executable, "-m", "assay", "grade", str(WORDCOUNT), "--submission",
+            str(tmp_path / "markup"), "--out", str(target)]  # fmt: skip
+    proc = subprocess.run(argv, env=_env(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stderr  # FAILED
+    assert "case empty: compare:mismatch" in proc.stdout
+    assert "+\\u202egnp.exe \\u2066isolate \\u001b[2J\\u001b]0;owned\\u0007" in proc.stdout
+    assert not any(c in proc.stdout for c in "\x1b\x07\u202e\u2066")
+    saved = json.loads((tmp_path / "v.diag.json").read_text())
+    statement = json.loads(base64.b64decode(json.loads(target.read_text())["payload"]))
+    assert saved["grading_id"] == statement["predicate"]["grading_id"]
