@@ -233,3 +233,13 @@ def test_diagnostics_are_bounded_and_off_when_the_task_says_none(
     assert len(json.dumps(diags)) < judge.DIAG_BYTES
     quiet = compare(tmp_path, [huge], ["y"], monkeypatch=monkeypatch, capsys=capsys)
     assert statuses(quiet) == ["fail"] and "diagnostics" not in quiet
+
+
+def test_diagnostics_of_a_transform_case_diff_its_files_and_a_function_case_shows_reprs() -> None:
+    case = {"id": "t", "input": {}, "expected": {"files": {"a.txt": "x\n", "b.txt": "y\n"}}}
+    got = judge.diagnose(case, {"files": {"a.txt": "x\n", "b.txt": "z\n"}}, "compare:mismatch")
+    assert "-y" in got["diff"].splitlines() and "+z" in got["diff"].splitlines()
+    assert got["expected"] == "=== a.txt\nx\n=== b.txt\ny\n"
+    fn = {"id": "f", "input": [[1]], "expected": {"$tuple": [1, 2]}}
+    got = judge.diagnose(fn, [1, 2], "compare:mismatch")
+    assert (got["expected"], got["actual"], got["diff"]) == ("(1, 2)", "[1, 2]", "")
