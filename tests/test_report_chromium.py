@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from helpers.chromium import Elements, foreign, render
+from helpers.chromium import Elements, assert_inert, foreign, render
 
 from assay._incontainer import judge
 from assay._internal.batch.journal import DIAGNOSTICS_SUFFIX, ENVELOPE_SUFFIX
@@ -88,21 +88,10 @@ def _index(html: Path, job: str) -> int:
     return next(i for i, r in enumerate(data["records"]) if r["id"] == job)
 
 
-def _inert(dom: str, view: str) -> Elements:
-    found = Elements(dom)
-    assert found.root().get("data-rendered") == view  # our own script ran to the end
-    assert found.title == "assay report"
-    assert found.with_id("pwned") == []
-    assert not any(tag in ("img", "textarea") for tag, _ in found.found)
-    scripts = [a for tag, a in found.found if tag == "script"]
-    assert len(scripts) == 2  # the data and the page's own script, nothing else
-    return found
-
-
 def test_summary_renders_hostile_ids_as_text_with_no_request(hostile: tuple[Path, Path]) -> None:
     html, _ = hostile
     got = render(html.as_uri())
-    _inert(got.dom, "batch:summary")
+    assert_inert(got.dom, "batch:summary")
     assert "&lt;img src=x onerror=alert(1)&gt;" in got.dom  # the job id, shown as text
     assert got.requests == [] and foreign(got.proxied) == []
 
@@ -110,7 +99,7 @@ def test_summary_renders_hostile_ids_as_text_with_no_request(hostile: tuple[Path
 def test_grading_view_shows_candidate_markup_as_text(hostile: tuple[Path, Path]) -> None:
     html, _ = hostile
     got = render(f"{html.as_uri()}#g={_index(html, JOB)}")
-    _inert(got.dom, "batch:grading")
+    assert_inert(got.dom, "batch:grading")
     assert got.requests == [] and foreign(got.proxied) == []
     # The candidate's markup is there, as text; its bidi controls as visible escapes.
     assert "&lt;/textarea&gt;&lt;script&gt;document.title=" in got.dom
@@ -139,7 +128,7 @@ def test_a_10_mb_line_of_markup_in_the_page_stays_text(
     got = render(
         f"{html.as_uri()}#g={next(i for i, r in enumerate(data['records']) if r['id'] == JOB)}"
     )
-    _inert(got.dom, "batch:grading")
+    assert_inert(got.dom, "batch:grading")
     assert got.requests == [] and foreign(got.proxied) == []
     assert "B" * (10 << 20) in got.dom
     assert got.dom.count("&lt;script&gt;document.title=") >= 2

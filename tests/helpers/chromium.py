@@ -267,3 +267,16 @@ class Elements(HTMLParser):
 
     def root(self) -> dict[str, str | None]:
         return next(attrs for tag, attrs in self.found if tag == "html")
+
+
+def assert_inert(dom: str, view: str) -> Elements:
+    """The checks that no script of a candidate's ran, on the DOM after the page's own script
+    ran: the payloads (tests/test_report_*.py) set the title to PWNED and add `#pwned`."""
+    found = Elements(dom)
+    assert found.root().get("data-rendered") == view  # our own script ran to the end
+    assert found.title == "assay report"
+    assert found.with_id("pwned") == []
+    assert not any(tag in ("img", "textarea") for tag, _ in found.found)
+    scripts = [a for tag, a in found.found if tag == "script"]
+    assert len(scripts) == 2  # the data and the page's own script, nothing else
+    return found
