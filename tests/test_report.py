@@ -21,6 +21,7 @@ from assay._internal.report.collect import collect
 from assay._internal.report.junit import junit_xml
 from assay._internal.signing.keys import generate_keypair, load_public_key
 from assay.cli import main
+from assay.errors import TaskError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -169,3 +170,22 @@ def test_assay_grade_prints_diagnostics_with_nothing_that_steers_a_terminal() ->
     assert "\x1b" not in plain and "\x07" not in plain and "\u202e" not in plain
     assert "+\\u001b[2J\\u202e5" in plain and "case c1: compare:mismatch" in plain
     assert diagnostics_target(Path("out/x.dsse.json")) == Path("out/x.diag.json")
+
+
+def test_the_task_chooses_whether_the_judge_explains(tmp_path: Path) -> None:
+    import shutil
+
+    from assay._internal.model.task import load_task
+    from assay._internal.tiers.strict import compare_argv
+
+    task = tmp_path / "wordcount"
+    shutil.copytree(ROOT / "examples" / "wordcount", task)
+    argv = compare_argv(load_task(task))
+    assert argv[argv.index("--diagnostics") + 1] == "owner"  # the default
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text() + 'diagnostics = "none"\n')  # [judge] is the last table
+    argv = compare_argv(load_task(task))
+    assert argv[argv.index("--diagnostics") + 1] == "none"
+    toml.write_text(toml.read_text().replace('"none"', '"everyone"'))
+    with pytest.raises(TaskError, match="diagnostics"):
+        load_task(task)
