@@ -303,6 +303,25 @@ MUTATIONS: tuple[Mutation, ...] = (
         '__import__("json").loads(raw)',
         ("tests/test_harbor_reward.py::test_json_garbage_fails",),
     ),
+    Mutation(
+        "report-json-escaping",
+        "the HTML report's escaping of < > & in its embedded JSON",
+        "src/assay/_internal/report/page.py",
+        r'return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")',
+        "return text",
+        ("tests/test_report.py::test_embedded_json_cannot_end_its_script_element",),
+    ),
+    Mutation(
+        "diagnostics-terminal-escaping",
+        "the escaping of terminal controls and bidi characters in printed diagnostics",
+        "src/assay/_internal/model/diagnostics.py",
+        r'out = _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)',
+        "out = text",
+        (
+            "tests/test_report.py::test_assay_grade_prints_diagnostics_with_nothing_that_steers_a_terminal",
+            "tests/test_judge_report.py::test_printable_escapes_what_could_steer_a_terminal",
+        ),
+    ),
 )
 
 

@@ -10,6 +10,7 @@
 #   3. gVisor (Debian's runsc), registered as the Docker runtime "runsc" (optional: warns).
 #   4. The base image assay-base:<suite>-<recipe hash> (also tagged assay-base:latest),
 #      built offline with debootstrap + `docker import` when absent.
+#   5. Debian's chromium (headless, for the HTML report's tests) when absent.
 # Safe to run again: a second run changes nothing and prints nothing.
 set -euo pipefail
 
@@ -359,6 +360,15 @@ ensure_base_image() {
     fi
 }
 
+# ---------------------------------------------------------------------------------------------
+# 5. Chromium, for the HTML report's tests and benchmark (tests/helpers/chromium.py)
+# ---------------------------------------------------------------------------------------------
+ensure_chromium() {
+    command -v chromium >/dev/null 2>&1 && return 0
+    apt_try chromium || warn "could not install chromium: the report's browser tests will fail"
+}
+
 ensure_python
 ensure_engine
 ensure_base_image
+ensure_chromium

@@ -231,7 +231,8 @@ def run_compare(tmp: Path, monkeypatch: pytest.MonkeyPatch, outputs: list[bytes]
     ]}))  # fmt: skip
     monkeypatch.setattr(judge, "STATE", str(state))
     a = argparse.Namespace(kind="function", comparator=kind, custom=None, rel_tol=1e-9,
-                           abs_tol=1e-9, output_cap=1 << 20, runner_output=str(runner))  # fmt: skip
+                           abs_tol=1e-9, output_cap=1 << 20, runner_output=str(runner),
+                           diagnostics="none")  # fmt: skip
     buf = io.StringIO()
     with redirect_stdout(buf):
         judge.cmd_compare(a)

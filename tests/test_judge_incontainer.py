@@ -112,20 +112,24 @@ def compare(
     custom: Path | None = None,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    kind: str = "function",
+    diagnostics: str = "none",
 ) -> dict[str, Any]:
     """Run the judge's compare step on these raw case outputs; returns its report."""
-    cases = [{"id": f"c{i}", "input": [i], "expected": e} for i, e in enumerate(expected)]
+    given: Any = {"stdin": ""} if kind == "cli" else None
+    cases = [{"id": f"c{i}", "input": given or [i], "expected": e} for i, e in enumerate(expected)]
     state = tmp_path / "cases.json"
     state.write_text(json.dumps(cases))
     runner = tmp_path / "runner.json"
     runner.write_text(json.dumps({"runner": "test", "cases": [
-        {"id": f"c{i}", "status": "ok", "duration_s": 0.01,
+        {"id": f"c{i}", "status": "ok", "duration_s": 0.01, "exit_code": 0,
          "output_b64": base64.b64encode(out).decode()}
         for i, out in enumerate(outputs)
     ]}))  # fmt: skip
     monkeypatch.setattr(judge, "STATE", str(state))
     args = argparse.Namespace(
-        kind="function",
+        kind=kind,
+        diagnostics=diagnostics,
         comparator=comparator,
         rel_tol=1e-9,
         abs_tol=1e-9,
@@ -199,3 +203,43 @@ def test_duplicate_keys_in_a_case_output_are_an_error_not_last_wins(
                      monkeypatch=monkeypatch, capsys=capsys)  # fmt: skip
     assert statuses(report) == ["error"]
     assert report["reasons"] == ["candidate:invalid-output"]
+
+
+# -- diagnostics for the task owner -------------------------------------------------------------
+
+
+def test_diagnostics_explain_a_failed_cli_case_with_a_diff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    expected = [{"stdout": "4\n", "exit_code": 0}, {"stdout": "5\n", "exit_code": 0}]
+    report = compare(tmp_path, [b"4\n", b"<script>x()</script>\n"], expected, kind="cli",
+                     diagnostics="owner", monkeypatch=monkeypatch, capsys=capsys)  # fmt: skip
+    assert statuses(report) == ["pass", "fail"]
+    [d] = report["diagnostics"]
+    assert d["id"] == "c1" and d["reason"] == "compare:mismatch"
+    assert d["expected"].startswith("5\n") and d["actual"].startswith("<script>x()</script>\n")
+    assert "-5" in d["diff"].splitlines() and "+<script>x()</script>" in d["diff"].splitlines()
+
+
+def test_diagnostics_are_bounded_and_off_when_the_task_says_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    huge = b'"' + b"x" * 500_000 + b'"'
+    report = compare(tmp_path, [huge] * 30, ["y"] * 30, diagnostics="owner",
+                     monkeypatch=monkeypatch, capsys=capsys)  # fmt: skip
+    diags = report["diagnostics"]
+    assert 0 < len(diags) <= judge.DIAG_CASES
+    assert all(len(d["actual"]) <= judge.DIAG_CHARS + 40 for d in diags)
+    assert len(json.dumps(diags)) < judge.DIAG_BYTES
+    quiet = compare(tmp_path, [huge], ["y"], monkeypatch=monkeypatch, capsys=capsys)
+    assert statuses(quiet) == ["fail"] and "diagnostics" not in quiet
+
+
+def test_diagnostics_of_a_transform_case_diff_its_files_and_a_function_case_shows_reprs() -> None:
+    case = {"id": "t", "input": {}, "expected": {"files": {"a.txt": "x\n", "b.txt": "y\n"}}}
+    got = judge.diagnose(case, {"files": {"a.txt": "x\n", "b.txt": "z\n"}}, "compare:mismatch")
+    assert "-y" in got["diff"].splitlines() and "+z" in got["diff"].splitlines()
+    assert got["expected"] == "=== a.txt\nx\n=== b.txt\ny\n"
+    fn = {"id": "f", "input": [[1]], "expected": {"$tuple": [1, 2]}}
+    got = judge.diagnose(fn, [1, 2], "compare:mismatch")
+    assert (got["expected"], got["actual"], got["diff"]) == ("(1, 2)", "[1, 2]", "")

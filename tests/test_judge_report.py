@@ -7,6 +7,7 @@ from helpers.verdicts import facts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assay._internal.model.diagnostics import pending, printable
 from assay._internal.tiers.judge_report import (
     INVALID_OUTPUT,
     JudgeReportError,
@@ -240,3 +241,41 @@ def test_hostile_key_names_are_escaped_in_messages() -> None:
     dup = b'{"cases": [], "\\u202e": 1, "\\u202e": 2}'
     with pytest.raises(JudgeReportError, match=r"duplicate key '\\u202e'"):
         parse_judge_report(dup)
+
+
+# -- diagnostics: kept beside the verdict, never able to change it ------------------------------
+
+FAILED = [{"id": "c1", "status": "fail", "duration_s": 0.01}]
+DIAG = {"id": "c1", "reason": "compare:mismatch", "expected": "4\n", "actual": "<b>5\n"}
+
+
+def test_diagnostics_are_kept_for_the_owner_under_the_grading_id() -> None:
+    raw = json.dumps({"cases": FAILED, "reasons": ["compare:mismatch"], "diagnostics": [DIAG]})
+    v = verdict_from_judge(facts(grading_id="g-diag-kept"), raw.encode(), expected_case_count=1)
+    assert not v.passed and v.reason_codes == ["compare:mismatch"]
+    assert "diagnostics" not in v.model_dump() and "<b>5" not in v.model_dump_json()
+    kept = pending.take("g-diag-kept")
+    assert kept is not None and kept.cases[0].actual == "<b>5\n"
+    assert pending.take("g-diag-kept") is None  # taken once
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [{**DIAG, "actual": "x" * 5000}],  # over the cap
+        [{**DIAG, "extra": 1}],  # a field the schema does not have
+        [DIAG] * 21,  # too many
+        [{**DIAG, "reason": "Not A Code\x1b[2J"}],
+        "not a list",
+    ],
+)
+def test_bad_diagnostics_are_dropped_and_the_verdict_stands(bad: object) -> None:
+    raw = json.dumps({"cases": FAILED, "reasons": ["compare:mismatch"], "diagnostics": bad})
+    v = verdict_from_judge(facts(grading_id="g-diag-bad"), raw.encode(), expected_case_count=1)
+    assert v.reason_codes == ["compare:mismatch"] and INVALID_OUTPUT not in v.reason_codes
+    assert pending.take("g-diag-bad") is None
+
+
+def test_printable_escapes_what_could_steer_a_terminal() -> None:
+    shown = printable("a\x1b[2J\u202eb\u2066c\x07\r\nd")
+    assert shown == "a\\u001b[2J\\u202eb\\u2066c\\u0007\\u000d\nd"

@@ -69,7 +69,8 @@ SIGNATURES = {
     "unsafe_baseline: 'bool' = False) -> 'Tier'",
     "Job": "(task: 'TaskLike', submission: 'Submission', id: 'str | None' = None) -> None",
     "Agent": "(command: 'str', directory: 'str | os.PathLike[str] | None' = None) -> None",
-    "Graded": "(verdict: 'Verdict', envelope: 'bytes', job_id: 'str | None' = None) -> None",
+    "Graded": "(verdict: 'Verdict', envelope: 'bytes', job_id: 'str | None' = None, "
+    "diagnostics: 'Diagnostics | None' = None) -> None",
 }
 
 

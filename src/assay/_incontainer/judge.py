@@ -7,6 +7,7 @@ data, with size, depth and number limits, and prints a report of per-case status
 
 import argparse
 import base64
+import difflib
 import importlib.util
 import inspect
 import json
@@ -32,6 +33,12 @@ STATE = "/state/cases.json"
 MAX_CASES_BYTES = 16 << 20
 COMPARATORS = ("exact", "equal", "truthy", "falsy", "float", "unordered", "custom")
 CASE_KEYS = frozenset({"id", "input", "expected", "comparator", "rel_tol", "abs_tol"})
+# Diagnostics for the task owner (docs/verdicts.md): bounded so a huge output cannot swell the
+# report; the host caps and escapes them again, since they hold candidate bytes.
+DIAG_CASES = 20
+DIAG_CHARS = 2000
+DIAG_DIFF_LINES = 60
+DIAG_BYTES = 256 << 10  # of the report's 1 MiB, as JSON (an escaped char can take 12 bytes)
 
 
 class Invalid(Exception):
@@ -265,6 +272,45 @@ class Comparator:
         return same(exp, actual), "compare:mismatch"
 
 
+def _excerpt(text: str) -> str:
+    return text if len(text) <= DIAG_CHARS else text[:DIAG_CHARS] + f"... [{len(text)} chars]"
+
+
+def _as_text(value: Any) -> str | None:
+    """The text a cli or transform case compares, if it has one: a diff reads better."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("stdout"), str):
+        return str(value["stdout"]) + f"\n[exit code {value.get('exit_code')}]"
+    if isinstance(value, dict) and isinstance(value.get("files"), dict):
+        files = value["files"]
+        return "".join(f"=== {k}\n{files[k]}" for k in sorted(files) if isinstance(files[k], str))
+    return None
+
+
+def diagnose(case: dict[str, Any], actual: Any, why: str) -> dict[str, Any]:
+    """What the owner needs to tell a wrong solution from a wrong task: both sides, cut short,
+    and a unified diff when both are text. Never leaves the controller (not the candidate's)."""
+    expected = values.decode(case["expected"])
+    exp_text, act_text = _as_text(expected), _as_text(actual)
+    both_text = exp_text is not None and act_text is not None
+    exp_shown = exp_text if both_text and exp_text is not None else repr(expected)
+    act_shown = act_text if both_text and act_text is not None else repr(actual)
+    diff = ""
+    if both_text:
+        lines = difflib.unified_diff(
+            exp_shown[: DIAG_CHARS * 8].splitlines(),
+            act_shown[: DIAG_CHARS * 8].splitlines(),
+            "expected", "actual", lineterm="", n=2,
+        )  # fmt: skip
+        kept = [ln[:200] for _, ln in zip(range(DIAG_DIFF_LINES), lines, strict=False)]
+        diff = _excerpt("\n".join(kept))
+    return {
+        "id": case["id"], "reason": why,
+        "expected": _excerpt(exp_shown), "actual": _excerpt(act_shown), "diff": diff,
+    }  # fmt: skip
+
+
 def read_tree(root: str) -> dict[str, str]:
     """Regular files under root as {relpath: text}; the controller's firewall already
     normalised this tree, and anything else is refused rather than followed."""
@@ -311,6 +357,8 @@ def cmd_compare(a: argparse.Namespace) -> None:
         cases = json.load(fh)
     reasons = []
     report = []
+    diagnostics: list[dict[str, Any]] = []
+    diag_bytes = 0
     try:
         with open(a.runner_output, "rb") as fh:
             runner = parse_json(fh.read(MAX_RUNNER_BYTES + 1), MAX_RUNNER_BYTES)
@@ -359,8 +407,20 @@ def cmd_compare(a: argparse.Namespace) -> None:
                     status = "pass" if ok else "fail"
                     if not ok:
                         reasons.append(why)
+                        if a.diagnostics == "owner" and len(diagnostics) < DIAG_CASES:
+                            try:
+                                d = diagnose(case, actual, why)
+                                size = len(json.dumps(d))
+                            except Exception:  # an explanation never changes a status
+                                size = DIAG_BYTES
+                            if diag_bytes + size < DIAG_BYTES:
+                                diagnostics.append(d)
+                                diag_bytes += size
         report.append({"id": case["id"], "status": status, "duration_s": duration})
-    json.dump({"cases": report, "reasons": sorted(set(reasons))}, sys.stdout)
+    out: dict[str, Any] = {"cases": report, "reasons": sorted(set(reasons))}
+    if diagnostics:
+        out["diagnostics"] = diagnostics
+    json.dump(out, sys.stdout)
 
 
 def main() -> None:
@@ -380,6 +440,7 @@ def main() -> None:
     c.add_argument("--custom")
     c.add_argument("--output-cap", type=int, required=True)
     c.add_argument("--runner-output", default="/exchange/runner.json")
+    c.add_argument("--diagnostics", choices=("none", "owner"), default="none")
     a = ap.parse_args()
     # Deep enough for MAX_DEPTH values (a $dict level is 3 JSON levels), and no deeper.
     sys.setrecursionlimit(1000)

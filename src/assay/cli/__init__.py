@@ -42,3 +42,6 @@ main.add_command(import_cmd)
 from assay.cli.build import build_cmd  # noqa: E402
 
 main.add_command(build_cmd)
+from assay.cli.report import report_cmd  # noqa: E402
+
+main.add_command(report_cmd)

@@ -9,12 +9,30 @@ import click
 from rich.console import Console
 
 import assay
+from assay._internal.model.diagnostics import Diagnostics, printable
 from assay._internal.model.verdict import TIER_TITLES, UNSAFE_TIERS
 from assay.errors import UsageError
 
 from .common import engine_options, exit_codes
 
 EXIT_PASSED, EXIT_FAILED = 0, 1
+
+
+def print_diagnostics(console: Console, diagnostics: Diagnostics) -> None:
+    """Failed cases explained; every character that could steer a terminal is escaped
+    (they hold candidate bytes)."""
+    for d in diagnostics.cases:
+        console.print(f"  case {d.id}: {d.reason}", markup=False, highlight=False)
+        parts = [("diff", d.diff)] if d.diff else [("expected", d.expected), ("actual", d.actual)]
+        for label, text in parts:
+            console.print(f"    {label}:", markup=False, highlight=False)
+            for line in printable(text).splitlines()[:40]:
+                console.print(f"      {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+def diagnostics_target(envelope: Path) -> Path:
+    stem = envelope.name.removesuffix(".json").removesuffix(".dsse")
+    return envelope.with_name(f"{stem}.diag.json")
 
 
 def _summary(console: Console, v: assay.Verdict, out: Path) -> None:
@@ -88,8 +106,16 @@ def grade_cmd(
         target = out or Path("assay-out") / f"{verdict.grading_id}.dsse.json"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(graded.envelope)
+        diag_file = diagnostics_target(target)
+        diag_file.unlink(missing_ok=True)  # an older grading's must not pass for this one's
+        if graded.diagnostics is not None:
+            diag_file.write_bytes(graded.diagnostics.to_json())
     if as_json:
         click.echo(verdict.model_dump_json(indent=2))
     else:
-        _summary(Console(), verdict, target)
+        console = Console()
+        _summary(console, verdict, target)
+        if graded.diagnostics is not None:
+            print_diagnostics(console, graded.diagnostics)
+            console.print(f"  diagnostics (for the task owner): {diag_file}", markup=False)
     sys.exit(EXIT_PASSED if verdict.passed else EXIT_FAILED)

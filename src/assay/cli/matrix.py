@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from assay._internal.model.atomic import atomic_write
 from assay._internal.model.verdict import TIER_TITLES, Tier
 from assay._internal.proof.locate import default_dir
 from assay._internal.proof.matrix import (
@@ -23,6 +24,7 @@ from assay._internal.proof.matrix import (
     problems,
     run_matrix,
 )
+from assay._internal.report.page import render
 from assay._internal.runtime import Runtime
 from assay._internal.runtime.engine import docker_runtime
 from assay._internal.tiers.dispatch import TIERS
@@ -179,6 +181,39 @@ def compare_outcomes(committed: str, fresh: str, tiers: Sequence[str]) -> list[s
     return diffs
 
 
+def render_html(
+    rows: Sequence[Row], attacks: Sequence[Attack], tiers: Sequence[str], names: dict[str, str]
+) -> str:
+    """The matrix on the report's page (same policy and escaping): controls first, then the
+    attacks by class; each cell the observed outcome, the reason, and what was expected."""
+    cells: dict[str, dict[str, dict[str, object]]] = {}
+    for r in rows:
+        cells.setdefault(r.attack, {})[r.tier] = {
+            "observed": r.observed, "expected": r.expected, "reason": r.reason,
+            "match": r.matches,
+        }  # fmt: skip
+    ordered = [
+        ("control", name) for name in dict.fromkeys(r.attack for r in rows if r.kind == "control")
+    ]
+    ordered += [(a.cls, a.id) for a in sorted(attacks, key=lambda a: (_class_key(a.cls), a.id))]
+    data = {
+        "kind": "matrix",
+        "title": "assay proof matrix",
+        "subtitle": f"{len(attacks)} attacks on {', '.join(TIER_NAMES[t] for t in tiers)}",
+        "tiers": list(tiers),
+        "tierNames": [TIER_NAMES[t] for t in tiers],
+        "rows": [
+            {
+                "attack": name,
+                "cls": f"{cls} {names.get(cls, '')}".strip(),
+                "cells": cells.get(name, {}),
+            }
+            for cls, name in ordered
+        ],
+    }
+    return render(data)
+
+
 def _table(rows: Sequence[Row], attacks: Sequence[Attack], tiers: Sequence[str]) -> Table:
     table = Table(title="proof matrix (observed; ! = not the expected outcome)")
     table.add_column("attack")
@@ -214,6 +249,8 @@ def _cell(r: Row | None) -> str:
 @click.option("--attack", "only", multiple=True, help="Run only this attack id (repeatable).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also draw the matrix as one self-contained HTML page.")  # fmt: skip
 @click.option("--jobs", default=3, show_default=True, help="Gradings in parallel.")
 @click.option("--no-controls", is_flag=True, help="Skip the honest controls.")
 @click.option(
@@ -235,6 +272,7 @@ def matrix_cmd(
     only: tuple[str, ...],
     json_out: Path | None,
     md_out: Path | None,
+    html_out: Path | None,
     jobs: int,
     no_controls: bool,
     examples: Path | None,
@@ -289,6 +327,9 @@ def matrix_cmd(
     if md_out is not None:
         md_out.parent.mkdir(parents=True, exist_ok=True)
         md_out.write_text(render_markdown(rows, attacks, picked, class_names(dirs)))
+    if html_out is not None:
+        html_out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(html_out, render_html(rows, attacks, picked, class_names(dirs)).encode())
     issues = problems(rows, attacks, picked)
     if compare_md is not None:
         fresh = render_markdown(rows, attacks, picked, class_names(dirs))

@@ -27,6 +27,7 @@ from ..batch.run import (
     Job as BatchJob,
 )
 from ..environment import ensure_environment
+from ..model.diagnostics import Diagnostics, pending
 from ..model.task import Task, load_task
 from ..model.verdict import Tier, Verdict
 from ..runtime import Runtime
@@ -52,6 +53,9 @@ class Graded:
     envelope: bytes
     job_id: str | None = None
     """The job's id, for results of `Grader.grade_many`."""
+    diagnostics: Diagnostics | None = None
+    """Failed cases explained for the task's owner (expected, actual, a diff); not signed,
+    and never to be shown to the agent that was graded (docs/verdicts.md)."""
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,8 @@ class Grader:
         finally:
             if judges is not None:
                 judges.finish(gid)
-        return Graded(verdict, sign_verdict(verdict, self._private_key))
+        envelope = sign_verdict(verdict, self._private_key)
+        return Graded(verdict, envelope, diagnostics=pending.take(verdict.grading_id))
 
     def build(self, task: TaskLike) -> str | None:
         """Build the task's `[environment]` image unless an unchanged build context already
@@ -254,7 +259,7 @@ class Batch:
                 result: BatchResult = done.value
                 return result
             if o.verdict is not None and o.envelope is not None:
-                yield Graded(o.verdict, o.envelope, o.id)
+                yield Graded(o.verdict, o.envelope, o.id, o.diagnostics)
 
 
 def batch_grader(

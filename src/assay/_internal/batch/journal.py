@@ -4,6 +4,8 @@ lock that keeps one writer per directory.
 
 Layout (everything written atomically: a temp name, then a rename):
   OUT/<id>.dsse.json   one signed verdict per grading
+  OUT/<id>.diag.json   its failed cases explained for the task owner, when there are any
+                       (unsigned; model/diagnostics.py)
   OUT/summary.json     counts, pass rate, failures with reasons, errors
   OUT/log.jsonl        append-only events; `start` lines name grading ids
 """
@@ -43,12 +45,17 @@ SUMMARY = "summary.json"
 LOG = "log.jsonl"
 LOCK = ".assay-batch.lock"
 ENVELOPE_SUFFIX = ".dsse.json"
+DIAGNOSTICS_SUFFIX = ".diag.json"
 MAX_LOG_LINE = 64 << 10
 _GID = re.compile(r"^g-[0-9a-f]{16}$")
 
 
 def envelope_path(out: Path, job_id: str) -> Path:
     return out / f"{job_id}{ENVELOPE_SUFFIX}"
+
+
+def diagnostics_path(out: Path, job_id: str) -> Path:
+    return out / f"{job_id}{DIAGNOSTICS_SUFFIX}"
 
 
 def finished_verdict(

@@ -34,6 +34,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from assay.errors import AssayError, EngineUnavailableError, InfrastructureError, UsageError
 
 from ..model.atomic import atomic_write
+from ..model.diagnostics import Diagnostics, pending
 from ..model.task import Task
 from ..model.verdict import Verdict
 from ..runtime.scope import new_grading_id
@@ -43,6 +44,7 @@ from .journal import (
     LOG,
     SUMMARY,
     EventLog,
+    diagnostics_path,
     envelope_path,
     exclusive,
     finished_verdict,
@@ -89,6 +91,7 @@ class Outcome:
     verdict: Verdict | None = field(default=None, repr=False)
     envelope: bytes | None = field(default=None, repr=False)
     """The signed verdict, for a caller that takes outcomes as they come (`Grader.grade_many`)."""
+    diagnostics: Diagnostics | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -446,6 +449,7 @@ class _Run:
                 # No verdict on disk means no verdict: the next run grades it again.
                 msg = f"output: could not write the verdict ({exc.strerror or exc})"
                 return self.errored(job, gid, msg, t0)
+            diagnostics = self.write_diagnostics(job.id, gid)
         except EngineUnavailableError as exc:
             return self.errored(job, gid, f"engine: {exc}", t0)
         except AssayError as exc:
@@ -470,7 +474,21 @@ class _Run:
             wall_s=wall,
             verdict=verdict,
             envelope=envelope,
+            diagnostics=diagnostics,
         )
+
+    def write_diagnostics(self, job_id: str, gid: str) -> Diagnostics | None:
+        """Beside the verdict, replacing an earlier run's: an explanation, so a file that
+        cannot be written is logged, never an error of the grading."""
+        diagnostics = pending.take(gid)
+        path = diagnostics_path(self.out, job_id)
+        try:
+            path.unlink(missing_ok=True)
+            if diagnostics is not None:
+                atomic_write(path, diagnostics.to_json())
+        except OSError as exc:
+            self.log.write("diagnostics-lost", id=job_id, grading_id=gid, error=str(exc)[:200])
+        return diagnostics
 
     def errored(self, job: Job, gid: str, message: str, t0: float) -> Outcome:
         message = message[:500]

@@ -52,6 +52,9 @@ class JudgeSpec(_Strict):
     rel_tol: float | None = Field(None, ge=0, allow_inf_nan=False)
     abs_tol: float | None = Field(None, ge=0, allow_inf_nan=False)
     custom: str | None = None
+    diagnostics: Literal["none", "owner"] = "owner"
+    """`owner`: failed cases get an excerpt of expected and actual (and a diff) written beside
+    the signed verdict for the task's owner; `none`: the judge produces none."""
 
     @model_validator(mode="after")
     def _one_source(self) -> JudgeSpec:

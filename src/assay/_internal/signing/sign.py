@@ -171,6 +171,21 @@ def verify_envelope(
     except dsse.EnvelopeFormatError as exc:
         raise VerificationError(f"envelope:{exc.code}", str(exc)) from None
     _check_signature(parsed, public_key)
+    return _verdict_of(parsed, expected_subject)
+
+
+def unverified_verdict(envelope: bytes) -> Verdict:
+    """The verdict inside `envelope`, every check made but the signature's: for showing a
+    verdict when no key was given, marked as unchecked (the HTML report). Never a substitute
+    for `verify_envelope`."""
+    try:
+        parsed = dsse.decode(envelope)
+    except dsse.EnvelopeFormatError as exc:
+        raise VerificationError(f"envelope:{exc.code}", str(exc)) from None
+    return _verdict_of(parsed, None)
+
+
+def _verdict_of(parsed: dsse.Envelope, expected_subject: str | None) -> Verdict:
     if parsed.payload_type != PAYLOAD_TYPE:
         raise VerificationError(
             "payload:wrong-type",

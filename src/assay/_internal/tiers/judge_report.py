@@ -12,6 +12,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from assay._internal.model.diagnostics import CaseDiagnostic, parse_cases, pending
 from assay._internal.model.strict_json import StrictJSONError, loads_strict, shown
 from assay._internal.model.verdict import (
     MAX_CASES,
@@ -52,6 +53,8 @@ class JudgeReport(BaseModel):
     reasons: Annotated[list[ReasonCode], Field(max_length=MAX_REASONS)] = Field(
         default_factory=list
     )
+    # Not part of the verdict: checked apart (bad ones are dropped) and kept for the owner.
+    diagnostics: list[CaseDiagnostic] | None = None
 
 
 def _describe(exc: ValidationError) -> str:
@@ -72,8 +75,9 @@ def parse_judge_report(raw: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> JudgeR
         raise JudgeReportError(
             "controller-field", f"sets controller-owned field(s) {', '.join(owned)}"
         )
+    explained = parse_cases(data.pop("diagnostics", None))
     try:
-        return JudgeReport.model_validate(data)
+        return JudgeReport.model_validate({**data, "diagnostics": explained})
     except ValidationError as exc:
         raise JudgeReportError("schema", _describe(exc)) from None
 
@@ -92,6 +96,8 @@ def verdict_from_judge(
     except JudgeReportError as exc:
         first, detail = exc.reason_codes
         return error_verdict(facts, first, [detail, *extra_reasons])
+    if report.diagnostics:
+        pending.keep(facts.grading_id, report.diagnostics)
     return build_verdict(
         facts, report.cases, expected_case_count, [*report.reasons, *extra_reasons]
     )

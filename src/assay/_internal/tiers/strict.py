@@ -86,7 +86,7 @@ def compare_argv(task: Task, runner_output: str = "/exchange/runner.json") -> tu
         "--comparator", j.comparator,
         "--rel-tol", repr(j.tolerances[0]), "--abs-tol", repr(j.tolerances[1]),
         "--output-cap", str(task.config.limits.output_bytes),
-        "--runner-output", runner_output,
+        "--runner-output", runner_output, "--diagnostics", j.diagnostics,
     ]  # fmt: skip
     if j.custom:
         argv += ["--custom", j.custom]

@@ -1,0 +1,75 @@
+"""Reason codes in plain language, for people reading a report. docs/verdicts.md prints the same
+table (a test keeps them equal). A code with no entry of its own is explained by its namespace."""
+
+from __future__ import annotations
+
+CODES: dict[str, str] = {
+    "compare:mismatch": "a case's output differs from the expected value",
+    "compare:not-truthy": "a case's output was expected to be truthy and was not",
+    "compare:not-falsy": "a case's output was expected to be falsy and was not",
+    "compare:custom-error": "the task's own comparator raised on this output",
+    "candidate:crash": "the candidate raised, exited non-zero or died on a case",
+    "candidate:invalid-output": "a case's output could not be read (not JSON, not UTF-8, too deep)",
+    "candidate:unencodable-output": "the candidate returned a value the judge cannot encode",
+    "candidate:left-state": "a case left files behind that the runner could not remove",
+    "runner:missing-case": "the runner reported no result for a case",
+    "runner:invalid-output": "the runner's report could not be read",
+    "cases:count-mismatch": "the judge reported a different number of cases than it prepared",
+    "cases:duplicate-id": "two case results share an id",
+    "cases:none-expected": "the task has no cases",
+    "judge:invalid-output": "the judge's report broke a rule of its schema (no verdict on cases)",
+    "judge:invalid-inputs": "the judge's prepared inputs could not be read",
+    "judge:compare-failed": "the judge's compare step failed on this candidate's output",
+    "judge:truth-failed": "the task's own reference tests failed (compat tier)",
+    "limit:time": "a case ran past its time limit",
+    "limit:total-time": "the grading ran past its total time limit",
+    "limit:memory": "the candidate hit its memory limit",
+    "limit:pids": "the candidate hit its process limit",
+    "limit:runner-output": "the candidate printed more than its output cap",
+    "limit:artifact-bytes": "the submission or an output is larger than the task allows",
+    "limit:agent-time": "the agent ran past its deadline",
+    "limit:agent-memory": "the agent hit its memory limit",
+    "limit:agent-pids": "the agent hit its process limit",
+    "limit:agent-disk": "the agent filled its workspace",
+    "limit:freeze": "the container could not be frozen at its limit",
+    "junit:failure": "a test failed",
+    "junit:error": "a test errored (setup, teardown or collection)",
+    "junit:skipped": "a test was skipped or xfailed (not a pass)",
+    "junit:missing": "an expected test has no result",
+    "junit:duplicate": "a test has two results",
+    "junit:surplus": "a test result that was not expected",
+    "junit:count-mismatch": "the suite's counts disagree with its testcases",
+    "junit:malformed": "the JUnit report is not well-formed or has the wrong shape",
+    "junit:oversize": "the JUnit report is over its byte cap",
+    "junit:no-report": "pytest wrote no JUnit report",
+    "junit:empty": "the JUnit report has no testcases",
+    "pytest:exit-code": "pytest's exit code disagrees with its report",
+    "note:judge-reused": "a reset judge container was reused (informational)",
+}
+
+NAMESPACES: dict[str, str] = {
+    "firewall": "the submission archive broke a firewall rule (docs/firewall.md)",
+    "output-firewall": "a case's output archive broke a firewall rule",
+    "limit": "a resource limit was hit",
+    "network": "a network attempt was seen",
+    "compare": "a case's output did not compare as expected",
+    "candidate": "the candidate misbehaved on a case",
+    "judge": "the judge could not give a verdict on the cases",
+    "junit": "the pytest report did not show every expected test passing",
+    "infra": "an infrastructure error (no verdict on the submission)",
+    "batch": "the batch could not use this verdict",
+    "note": "informational; does not fail the verdict",
+}
+
+
+def explain(code: str) -> str:
+    if code in CODES:
+        return CODES[code]
+    return NAMESPACES.get(code.partition(":")[0], "see docs/verdicts.md")
+
+
+def markdown_table() -> str:
+    """The table docs/verdicts.md carries."""
+    rows = [f"| `{code}` | {text} |" for code, text in CODES.items()]
+    rows += [f"| `{ns}:*` | {text} |" for ns, text in NAMESPACES.items()]
+    return "\n".join(["| reason | meaning |", "|---|---|", *rows])
