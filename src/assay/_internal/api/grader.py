@@ -37,19 +37,11 @@ from ..signing.keys import ensure_signing_key
 from ..signing.sign import sign_verdict
 from ..tiers.dispatch import pick_tier, run_tier
 from ..tiers.judgepool import JudgePool
+from .graded import Graded
+from .session import Session
 from .submission import Submission, as_source
 
 TaskLike = Task | str | os.PathLike[str]
-
-
-@dataclass(frozen=True)
-class Graded:
-    """One grading's result: the verdict, and the same verdict signed (a DSSE envelope)."""
-
-    verdict: Verdict
-    envelope: bytes
-    job_id: str | None = None
-    """The job's id, for results of `Grader.grade_many`."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +130,17 @@ class Grader:
             if judges is not None:
                 judges.finish(gid)
         return Graded(verdict, sign_verdict(verdict, self._private_key))
+
+    # -- a host-driven agent ------------------------------------------------------------------
+
+    def session(self, task: TaskLike) -> Session:
+        """An agent container for an agent loop running here (Inspect AI, your own): use it as
+        `with grader.session(task) as s:`, call `s.exec`, `s.write_file`, `s.read_file`, then
+        `s.grade()`. Raises `assay.errors.TaskError` for a bad task."""
+        return Session(self.runtime, _task(task), self.image, self._sign)
+
+    def _sign(self, verdict: Verdict) -> bytes:
+        return sign_verdict(verdict, self._private_key)
 
     # -- many submissions --------------------------------------------------------------------
 

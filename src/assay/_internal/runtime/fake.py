@@ -85,6 +85,7 @@ class FakeRuntime:
         env: Mapping[str, str] | None = None,
         workdir: str | None = None,
         capture: bool = True,
+        keep_container: bool = False,
     ) -> ExecResult:
         c = self._get(cid)
         if c.state != "running":
@@ -95,7 +96,8 @@ class FakeRuntime:
         if not capture:
             out, err = b"", b""
         if len(out) + len(err) > output_cap:
-            c.state = "exited"
+            if not keep_container:
+                c.state = "exited"
             return ExecResult(None, out[:output_cap], b"", False, True, seconds)
         return ExecResult(code, out, err, False, False, seconds)
 
