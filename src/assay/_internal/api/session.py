@@ -49,7 +49,8 @@ for c in "$@"; do
   if [ ! -e "$d" ]; then echo missing; exit 0; fi
   if [ "$i" -lt "$n" ] && [ ! -d "$d" ]; then echo notdir; exit 0; fi
 done
-if [ -d "$d" ]; then echo dir; elif [ -f "$d" ]; then echo file; else echo other; fi
+if [ -d "$d" ]; then echo dir; elif [ ! -f "$d" ]; then echo other
+elif [ ! -r "$d" ]; then echo unreadable; elif [ ! -w "$d" ]; then echo readonly; else echo file; fi
 """
 
 
@@ -246,17 +247,19 @@ class Session:
 
     def read_file(self, path: str) -> bytes:
         """The bytes of a regular file in /workspace (`path` relative to it, or absolute under
-        it). Raises `UsageError` for a path outside the workspace or through a symlink,
-        `FileNotFoundError`, `IsADirectoryError`."""
+        it). Raises `UsageError` for a path outside the workspace or through a symlink, and
+        `FileNotFoundError`, `IsADirectoryError`, `PermissionError` as `open` would."""
         rt, cid = self._live("read_file")
         parts = _parts(path)
         kind = self._probe(rt, cid, parts)
         if kind == "missing" or kind == "notdir":
-            raise FileNotFoundError(path)
+            raise FileNotFoundError(f"{path}: no such file")
         if kind == "dir":
-            raise IsADirectoryError(path)
-        if kind != "file":
-            raise UsageError(f"read_file {path!r}: not a regular file ({kind})")
+            raise IsADirectoryError(f"{path}: is a directory")
+        if kind == "unreadable":
+            raise PermissionError(f"{path}: not readable by the agent's user")
+        if kind not in ("file", "readonly"):
+            raise UsageError(f"read_file {path!r}: refused ({kind} on the path)")
         spool = io.BytesIO()
         try:
             rt.get_archive(cid, f"{WORKSPACE}/{'/'.join(parts)}", spool, READ_CAP + 4096)
@@ -276,7 +279,9 @@ class Session:
             raise UsageError(f"write_file {path!r}: larger than the task's artifact limit")
         kind = self._probe(rt, cid, parts)
         if kind == "dir":
-            raise IsADirectoryError(path)
+            raise IsADirectoryError(f"{path}: is a directory")
+        if kind in ("unreadable", "readonly"):
+            raise PermissionError(f"{path}: not writable by the agent's user")
         if kind not in ("file", "missing"):
             raise UsageError(f"write_file {path!r}: refused ({kind} on the path)")
         parent = f"{WORKSPACE}/{'/'.join(parts[:-1])}".rstrip("/")
@@ -342,7 +347,11 @@ def _parts(path: str) -> list[str]:
 
 
 def _resolve(cwd: str) -> str:
-    return f"{WORKSPACE}/{'/'.join(_parts(cwd))}" if cwd not in ("", ".", WORKSPACE) else WORKSPACE
+    """A working directory: relative ones are under /workspace. An absolute one may be
+    anywhere (the command could `cd` there itself: it is not a boundary)."""
+    if cwd.startswith("/"):
+        return cwd
+    return f"{WORKSPACE}/{'/'.join(_parts(cwd))}" if cwd not in ("", ".") else WORKSPACE
 
 
 def _single_file(data: bytes, path: str) -> bytes:
