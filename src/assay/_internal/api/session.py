@@ -12,6 +12,7 @@ import base64
 import io
 import secrets
 import tarfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -36,10 +37,13 @@ INPUT_CAP = 8 * 2**20
 READ_CAP = 100 * 2**20
 _ARG_CHUNK = 96 * 1024  # base64 bytes per staging exec: under Linux's 128 KiB per argument
 _CONTROL_S = 30.0  # deadline of the session's own short commands (checks, kills, staging)
-# Runs the command as the leader of a new process group and says which on stderr's first line,
-# before the command can write anything, so a timed-out command and all it started can be killed.
-_WRAP = 'printf "%s\\n" "$$" >&2; exec "$@"'
-_WRAP_INPUT = 'printf "%s\\n" "$$" >&2; exec <"$0"; rm -f -- "$0"; exec "$@"'
+# Runs the command in a new process group whose id it writes to a file first, so that a command
+# past its limit, and everything it started, can be killed without killing the container.
+_WRAP = (
+    'p=$1; i=$2; shift 2; printf %s "$$" >"$p"; '
+    'if [ -n "$i" ]; then "$@" <"$i"; else "$@"; fi; s=$?; rm -f -- "$p" ${i:+"$i"}; exit $s'
+)
+_KILL = 'g=$(cat -- "$0") && [ -n "$g" ] && kill -KILL -"$g" && rm -f -- "$0" "$1"'
 # Walks the path inside the workspace as the agent's user: a symlink anywhere on it is refused.
 _PROBE = """
 d=/workspace; n=$#; i=0
@@ -170,21 +174,19 @@ class Session:
         if limit <= 0:
             raise UsageError("exec: timeout must be positive")
         workdir = _resolve(cwd) if cwd is not None else WORKSPACE
-        if input is None:
-            wrapped = ("setsid", "-w", "sh", "-c", _WRAP, "assay-exec", *argv)
-        else:
-            staged = self._stage_input(rt, cid, input)
-            wrapped = ("setsid", "-w", "sh", "-c", _WRAP_INPUT, staged, *argv)
+        token = secrets.token_hex(8)
+        group_file = f"/tmp/.assay-exec-{token}"
+        staged = "" if input is None else self._stage_input(rt, cid, input, token)
+        wrapped = ("setsid", "-w", "sh", "-c", _WRAP, "assay-exec", group_file, staged, *argv)
         res = self._raw(
-            rt, cid, wrapped, limit, self.output_cap + 32, env=env, workdir=workdir, keep=True
+            rt, cid, wrapped, limit, self.output_cap, env=env, workdir=workdir, keep=True
         )
-        pgid, _, stderr = res.stderr.partition(b"\n")
         if res.timed_out or res.truncated:
-            self._kill_group(rt, cid, pgid)
+            self._kill_group(rt, cid, group_file, staged)
         return ExecResult(
             exit_code=res.exit_code,
             stdout=res.stdout[: self.output_cap],
-            stderr=stderr[: max(self.output_cap - len(res.stdout), 0)],
+            stderr=res.stderr[: max(self.output_cap - len(res.stdout), 0)],
             timed_out=res.timed_out,
             truncated=res.truncated,
         )
@@ -219,19 +221,22 @@ class Session:
         self._state = "closed"
         self.close()
 
-    def _kill_group(self, rt: Runtime, cid: str, pgid: bytes) -> None:
-        if not pgid.isdigit() or len(pgid) > 10 or int(pgid) < 2:
-            # The command never reported its group (it had not started): only the whole
-            # container is a safe stop.
-            self._dead()
-            raise InfrastructureError("exec: a command past its limit could not be stopped")
-        self._raw(rt, cid, ("sh", "-c", 'kill -KILL -"$0"', pgid.decode()), _CONTROL_S, 4096)
+    def _kill_group(self, rt: Runtime, cid: str, group_file: str, staged: str) -> None:
+        # The command may not have written its group yet (it was starting): retry a while.
+        for attempt in range(20):
+            argv = ("sh", "-c", _KILL, group_file, staged or group_file)
+            if self._raw(rt, cid, argv, _CONTROL_S, 4096).exit_code == 0:
+                return
+            time.sleep(0.05 * (attempt + 1))
+        # Its group is unknown (the agent removed the file?): only the container is a safe stop.
+        self._dead()
+        raise InfrastructureError("exec: a command past its limit could not be stopped")
 
-    def _stage_input(self, rt: Runtime, cid: str, data: str | bytes) -> str:
+    def _stage_input(self, rt: Runtime, cid: str, data: str | bytes, token: str) -> str:
         raw = data.encode() if isinstance(data, str) else bytes(data)
         if len(raw) > INPUT_CAP:
             raise UsageError(f"exec: input is larger than {INPUT_CAP} bytes")
-        path = f"/tmp/.assay-stdin-{secrets.token_hex(8)}"
+        path = f"/tmp/.assay-stdin-{token}"
         b64 = base64.b64encode(raw).decode()
         chunks = [b64[i : i + _ARG_CHUNK] for i in range(0, len(b64), _ARG_CHUNK)] or [""]
         for chunk in chunks:
