@@ -136,7 +136,7 @@ def test_a_wrong_solution_fails_and_an_exception_leaves_nothing(grader: assay.Gr
 
     with pytest.raises(ZeroDivisionError), grader.session(ADD) as s2:
         s2.write_file("solution.py", CORRECT)
-        1 / 0  # noqa: B018
+        1 / 0
     assert _leftovers(grader, s2.grading_id) == []
 
 

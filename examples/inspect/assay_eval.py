@@ -17,8 +17,14 @@ from pathlib import Path
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
-from inspect_ai.model import ChatMessage, ChatMessageTool, GenerateConfig, ModelOutput, get_model
-from inspect_ai.model import ModelUsage
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageTool,
+    GenerateConfig,
+    ModelOutput,
+    ModelUsage,
+    get_model,
+)
 from inspect_ai.solver import generate, use_tools
 from inspect_ai.tool import ToolChoice, ToolInfo, bash
 
