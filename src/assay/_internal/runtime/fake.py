@@ -122,6 +122,8 @@ class FakeRuntime:
                 return 1, b"", f"cat: {path}: No such file or directory\n".encode(), 0.0
             case ("sh", "-c", "yes"):
                 return 0, b"y\n" * (1 << 20), b"", 0.0
+            case ("sh", "-c", script) if script.startswith("yes | head -c "):
+                return 0, (b"y\n" * (1 << 20))[: int(script.split()[-1])], b"", 0.0
             case ("sh", "-c", script) if script.startswith("exit "):
                 return int(script.split()[1]), b"", b"", 0.0
             case ("sh", "-c", script) if script.startswith("printf %s ") and " > " in script:
