@@ -206,9 +206,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "vcs-history-refusal",
         "T2/T3 refusing to run the agent on inputs that hold version-control history",
         "src/assay/_internal/tiers/controller.py",
-        "if leaks := vcs_history(self.task.inputs_dir):",
+        "if leaks := vcs_history(task.inputs_dir):",
         "if leaks := []:",
-        ("tests/test_task.py::test_hardened_tiers_refuse_to_run_an_agent_on_vcs_history",),
+        (
+            "tests/test_task.py::test_hardened_tiers_refuse_to_run_an_agent_on_vcs_history",
+            "tests/test_task.py::test_a_session_refuses_to_start_on_vcs_history",
+        ),
     ),
     Mutation(
         "docker-read-only-root",

@@ -28,9 +28,11 @@ WRONG = "def add(a, b):\n    return a - b\n"
 def test_all_is_pinned() -> None:
     assert sorted(assay.__all__) == [
         "Agent",
+        "ExecResult",
         "Graded",
         "Grader",
         "Job",
+        "Session",
         "Submission",
         "Task",
         "Verdict",
@@ -71,6 +73,15 @@ SIGNATURES = {
     "Agent": "(command: 'str', directory: 'str | os.PathLike[str] | None' = None) -> None",
     "Graded": "(verdict: 'Verdict', envelope: 'bytes', job_id: 'str | None' = None, "
     "diagnostics: 'Diagnostics | None' = None) -> None",
+    "Grader.session": "(self, task: 'TaskLike') -> 'Session'",
+    "Session.exec": "(self, cmd: 'Sequence[str] | str', *, input: 'str | bytes | None' = None, "
+    "timeout: 'float | None' = None, cwd: 'str | None' = None, "
+    "env: 'Mapping[str, str] | None' = None) -> 'ExecResult'",
+    "Session.read_file": "(self, path: 'str') -> 'bytes'",
+    "Session.write_file": "(self, path: 'str', data: 'str | bytes') -> 'None'",
+    "Session.grade": "(self, *, tier: 'str | None' = None) -> 'Graded'",
+    "ExecResult": "(exit_code: 'int | None', stdout: 'bytes', stderr: 'bytes', "
+    "timed_out: 'bool' = False, truncated: 'bool' = False) -> None",
 }
 
 

@@ -124,3 +124,17 @@ def test_hardened_tiers_refuse_to_run_an_agent_on_vcs_history(tmp_path: Path) ->
     with GradingScope(rt, g.gid) as scope, pytest.raises(UnsafeInputsError, match=r"\.git"):
         g.take_submission(scope, Source(agent_cmd="true"))
     assert rt.containers == {}, "the agent must not start"
+
+
+def test_a_session_refuses_to_start_on_vcs_history(tmp_path: Path) -> None:
+    import assay
+    from assay._internal.runtime.fake import FakeRuntime
+    from assay.errors import UnsafeInputsError
+
+    root = _copy(tmp_path)
+    (root / "inputs" / ".git").mkdir()
+    rt = FakeRuntime()
+    grader = assay.Grader(runtime=rt, image="img", key=tmp_path / "k" / "signing.key")
+    with pytest.raises(UnsafeInputsError, match=r"\.git"), grader.session(root):
+        pass
+    assert rt.containers == {}, "the agent must not start"

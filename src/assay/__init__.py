@@ -13,8 +13,10 @@ The public API is what this module exports (`__all__`), plus `assay.errors` and
 from __future__ import annotations
 
 from assay import errors, firewall
-from assay._internal.api.grader import Graded, Grader, Job
+from assay._internal.api.graded import Graded
+from assay._internal.api.grader import Grader, Job
 from assay._internal.api.keys import keygen, verify
+from assay._internal.api.session import ExecResult, Session
 from assay._internal.api.submission import Agent, Submission
 from assay._internal.model.task import Task, load_task
 from assay._internal.model.verdict import Verdict
@@ -22,9 +24,11 @@ from assay._version import __version__
 
 __all__ = [
     "Agent",
+    "ExecResult",
     "Graded",
     "Grader",
     "Job",
+    "Session",
     "Submission",
     "Task",
     "Verdict",

@@ -27,7 +27,7 @@ from ..batch.run import (
     Job as BatchJob,
 )
 from ..environment import ensure_environment
-from ..model.diagnostics import Diagnostics, pending
+from ..model.diagnostics import pending
 from ..model.task import Task, load_task
 from ..model.verdict import Tier, Verdict
 from ..runtime import Runtime
@@ -40,22 +40,11 @@ from ..signing.keys import ensure_signing_key
 from ..signing.sign import sign_verdict
 from ..tiers.dispatch import pick_tier, run_tier
 from ..tiers.judgepool import JudgePool
+from .graded import Graded
+from .session import Session
 from .submission import Submission, as_source
 
 TaskLike = Task | str | os.PathLike[str]
-
-
-@dataclass(frozen=True)
-class Graded:
-    """One grading's result: the verdict, and the same verdict signed (a DSSE envelope)."""
-
-    verdict: Verdict
-    envelope: bytes
-    job_id: str | None = None
-    """The job's id, for results of `Grader.grade_many`."""
-    diagnostics: Diagnostics | None = None
-    """Failed cases explained for the task's owner (expected, actual, a diff); not signed,
-    and never to be shown to the agent that was graded (docs/verdicts.md)."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +154,17 @@ class Grader:
         fails, `assay.errors.TaskEnvironmentError` when a base image or `image =` is not on
         the engine (assay never pulls) or the image has no python3 >= 3.11."""
         return _environment(self.runtime(), _task(task))
+
+    # -- a host-driven agent ------------------------------------------------------------------
+
+    def session(self, task: TaskLike) -> Session:
+        """An agent container for an agent loop running here (Inspect AI, your own): use it as
+        `with grader.session(task) as s:`, call `s.exec`, `s.write_file`, `s.read_file`, then
+        `s.grade()`. Raises `assay.errors.TaskError` for a bad task."""
+        return Session(self.runtime, _task(task), self.image, self._sign, _environment)
+
+    def _sign(self, verdict: Verdict) -> bytes:
+        return sign_verdict(verdict, self._private_key)
 
     # -- many submissions --------------------------------------------------------------------
 

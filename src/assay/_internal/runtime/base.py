@@ -125,7 +125,12 @@ class Runtime(Protocol):
         env: Mapping[str, str] | None = None,
         workdir: str | None = None,
         capture: bool = True,
-    ) -> ExecResult: ...
+        keep_container: bool = False,
+    ) -> ExecResult:
+        """Run argv as the container's user. Past `deadline_s` or over `output_cap` the whole
+        container is killed, unless `keep_container`: then the command is left running (the
+        caller stops what it started) and the result says timed_out or truncated."""
+        ...
 
     def wait(self, cid: str, deadline_s: float) -> int | None: ...
 

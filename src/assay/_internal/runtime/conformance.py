@@ -69,6 +69,21 @@ def check_output_cap_stops_flood(rt: Runtime, image: str) -> None:
         assert len(r.stdout) <= 4096
 
 
+def check_keep_container_survives_limits(rt: Runtime, image: str) -> None:
+    """`keep_container`: past the deadline or the cap the result says so and the container
+    lives on (a host-driven session stops the command itself)."""
+    gid = _gid()
+    with GradingScope(rt, gid) as scope:
+        cid = scope.container(_spec(image, gid))
+        r = rt.exec(cid, ("sleep", "30"), deadline_s=1.0, output_cap=1024, keep_container=True)
+        assert r.timed_out and r.exit_code is None, r
+        flood = ("sh", "-c", "yes | head -c 100000")
+        r = rt.exec(cid, flood, deadline_s=30, output_cap=4096, keep_container=True)
+        assert r.truncated and r.exit_code is None and len(r.stdout) <= 4096, r
+        r = rt.exec(cid, ("echo", "alive"), deadline_s=30, output_cap=1024)
+        assert (r.exit_code, r.stdout) == (0, b"alive\n"), r
+
+
 def check_root_is_read_only_scratch_is_writable(rt: Runtime, image: str) -> None:
     gid = _gid()
     with GradingScope(rt, gid) as scope:
@@ -171,6 +186,7 @@ CHECKS: tuple[Check, ...] = (
     check_runs_as_non_root,
     check_deadline_stops_exec,
     check_output_cap_stops_flood,
+    check_keep_container_survives_limits,
     check_root_is_read_only_scratch_is_writable,
     check_archive_round_trip,
     check_put_archive_refused_on_read_only_root,

@@ -251,6 +251,7 @@ class DockerRuntime:
         env: Mapping[str, str] | None = None,
         workdir: str | None = None,
         capture: bool = True,
+        keep_container: bool = False,
     ) -> ExecResult:
         t0 = time.monotonic()
         exec_id = self._call(
@@ -306,6 +307,14 @@ class DockerRuntime:
                 return self._exec_gone(cid, t0)
         timed_out = not settled.is_set()
         duration = time.monotonic() - t0
+        if keep_container and (timed_out or truncated.is_set()):
+            # The caller stops the command (each stream is cut at the cap on its own, so the
+            # caller still sees what the command wrote first on stderr); the reader drains
+            # until the stream closes.
+            return ExecResult(
+                None, bytes(out[:output_cap]), bytes(err[:output_cap]),
+                timed_out, truncated.is_set(), duration,
+            )  # fmt: skip
         if timed_out or truncated.is_set():
             # Past the deadline or over the cap: the only safe stop is the whole container.
             self.kill(cid)

@@ -86,6 +86,7 @@ class FakeRuntime:
         env: Mapping[str, str] | None = None,
         workdir: str | None = None,
         capture: bool = True,
+        keep_container: bool = False,
     ) -> ExecResult:
         c = self._get(cid)
         if c.state != "running":
@@ -96,7 +97,8 @@ class FakeRuntime:
         if not capture:
             out, err = b"", b""
         if len(out) + len(err) > output_cap:
-            c.state = "exited"
+            if not keep_container:
+                c.state = "exited"
             return ExecResult(None, out[:output_cap], b"", False, True, seconds)
         return ExecResult(code, out, err, False, False, seconds)
 
@@ -121,6 +123,8 @@ class FakeRuntime:
                 return 1, b"", f"cat: {path}: No such file or directory\n".encode(), 0.0
             case ("sh", "-c", "yes"):
                 return 0, b"y\n" * (1 << 20), b"", 0.0
+            case ("sh", "-c", script) if script.startswith("yes | head -c "):
+                return 0, (b"y\n" * (1 << 20))[: int(script.split()[-1])], b"", 0.0
             case ("sh", "-c", script) if script.startswith("exit "):
                 return int(script.split()[1]), b"", b"", 0.0
             case ("sh", "-c", script) if script.startswith("printf %s ") and " > " in script:

@@ -102,6 +102,7 @@ class ObservedRuntime:
         env: Mapping[str, str] | None = None,
         workdir: str | None = None,
         capture: bool = True,
+        keep_container: bool = False,
     ) -> ExecResult:
         def call() -> ExecResult:
             return self.inner.exec(
@@ -112,6 +113,7 @@ class ObservedRuntime:
                 env=env,
                 workdir=workdir,
                 capture=capture,
+                keep_container=keep_container,
             )
 
         return self._timed("exec", self._gid(cid), call)

@@ -5,7 +5,7 @@ The controller alone fills these fields of the verdict; no container output reac
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,6 +30,21 @@ class Source:
     agent_cmd: str | None = None
     agent_dir: Path | None = None
     path: Path | None = None
+    collect: Callable[[GradingScope], Submission | Refused] | None = None
+    """A live agent container driven from the host (`Grader.session`): freezes it and takes
+    its workspace, inside the grading's scope."""
+    agent_image: str | None = None
+    """The image that live agent container runs, for the verdict's image digests."""
+
+
+def check_agent_inputs(task: Task) -> None:
+    """Refuse task inputs that would hand the agent past or future answers."""
+    if leaks := vcs_history(task.inputs_dir):
+        raise UnsafeInputsError(
+            str(task.inputs_dir),
+            f"holds version-control history ({', '.join(leaks[:3])}); the agent could "
+            "read past or future answers from it. Ship a plain export of the tree.",
+        )
 
 
 @contextmanager
@@ -122,13 +137,13 @@ class Grading:
     def take_submission(self, scope: GradingScope, source: Source) -> Submission | Refused:
         """Run the agent, or read the given path; either way through the firewall."""
         t0 = monotonic()
-        if source.agent_cmd is not None:
-            if leaks := vcs_history(self.task.inputs_dir):
-                raise UnsafeInputsError(
-                    str(self.task.inputs_dir),
-                    f"holds version-control history ({', '.join(leaks[:3])}); the agent could "
-                    "read past or future answers from it. Ship a plain export of the tree.",
-                )
+        if source.collect is not None:
+            if source.agent_image is not None:
+                self.used("agent", source.agent_image)
+            taken = source.collect(scope)
+            self.lap("agent", t0)
+        elif source.agent_cmd is not None:
+            check_agent_inputs(self.task)
             taken, _run = run_agent(
                 scope, self.task, self.task_image, source.agent_cmd, source.agent_dir
             )

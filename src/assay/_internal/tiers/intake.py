@@ -30,8 +30,6 @@ from ..runtime import (
 from ..runtime.base import ceilings_hit
 from .seed import seed_workdir
 
-WORKSPACE = "/workspace"
-
 
 @dataclass(frozen=True)
 class Submission:
@@ -174,9 +172,7 @@ def run_agent(
     workspace out. Pausing first means a background process cannot change the files
     while they are read."""
     rt = scope.runtime
-    cid = scope.container(agent_spec(task, scope, image, agent_dir))
-    if task.environment is not None:
-        seed_workdir(scope, task, image, cid)
+    cid = start_agent(scope, task, image, agent_dir)
     res = rt.exec(
         cid,
         ("sh", "-c", agent_cmd),
@@ -194,6 +190,25 @@ def run_agent(
         if "memory" not in hit:
             raise RuntimeError_("the agent's container stopped during its run at no limit")
         return Refused("limit:agent-memory", task.workdir, "the agent hit its memory limit"), run
+    return collect_agent(scope, task, cid, res.timed_out), run
+
+
+def start_agent(scope: GradingScope, task: Task, image: str, agent_dir: Path | None) -> str:
+    """The agent container, started (the CLI's agent phase and a host-driven session both)."""
+    cid = scope.container(agent_spec(task, scope, image, agent_dir))
+    if task.environment is not None:
+        seed_workdir(scope, task, image, cid)
+    return cid
+
+
+def collect_agent(
+    scope: GradingScope, task: Task, cid: str, timed_out: bool, stopped_is_error: bool = False
+) -> Submission | Refused:
+    """Freeze the agent's container, take its workspace out through the firewall, remove it.
+
+    `stopped_is_error`: a container that already stopped at no ceiling is an infrastructure
+    error (a host-driven session whose container was killed), never a verdict."""
+    rt = scope.runtime
     try:
         rt.pause(cid)
     except RuntimeError_:
@@ -201,27 +216,30 @@ def run_agent(
         # the ceiling it hit where there is one (a gVisor sandbox dying at its memory limit
         # cannot be frozen either).
         hit = ceilings_hit(rt, cid)
+        stopped = stopped_is_error and not hit and rt.wait(cid, 1.0) is not None
         scope.discard(cid)
+        if stopped:
+            raise RuntimeError_("the agent's container stopped at no limit") from None
         limit = hit[0] if hit else "freeze"
-        return Refused(f"limit:agent-{limit}", task.workdir, "the agent could not be frozen"), run
+        return Refused(f"limit:agent-{limit}", task.workdir, "the agent could not be frozen")
     cap = task.config.limits.artifact_bytes * 2 + (1 << 20)  # tar headers on top of content
     spooled = spool_from_container(scope, cid, task.workdir, cap, "agent")
     hit = ceilings_hit(rt, cid)
     scope.discard(cid)
     if isinstance(spooled, Refused):
-        return spooled, run
+        return spooled
     # An agent that hit a ceiling fails, whatever it left behind: a result produced by
     # exhausting shared resources is not one to reward, and the reason must name the limit.
     if "pids" in hit:
-        return Refused("limit:agent-pids", task.workdir, "the agent hit its process limit"), run
+        return Refused("limit:agent-pids", task.workdir, "the agent hit its process limit")
     if "memory" in hit:
-        return Refused("limit:agent-memory", task.workdir, "the agent hit its memory limit"), run
+        return Refused("limit:agent-memory", task.workdir, "the agent hit its memory limit")
     if spooled.stat().st_size >= task.config.limits.artifact_bytes * 0.95:
-        return Refused("limit:agent-disk", task.workdir, "the agent filled its workspace"), run
-    if res.timed_out:
-        return Refused("limit:agent-time", task.workdir, "the agent ran past its deadline"), run
+        return Refused("limit:agent-disk", task.workdir, "the agent filled its workspace")
+    if timed_out:
+        return Refused("limit:agent-time", task.workdir, "the agent ran past its deadline")
     with spooled.open("rb") as fh:
         sub = through_firewall(
             scope, fh, firewall_limits(task), task.config.artifacts, _archive_top(task), "agent"
         )
-    return sub, run
+    return sub

@@ -1,0 +1,1 @@
+"""Adapters that let outside harnesses drive assay, built on the public API only."""
