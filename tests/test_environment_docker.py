@@ -185,12 +185,8 @@ def test_a_missing_image_exits_2_naming_it(
     assert err.value.fix == f"assay build {unbuilt.root}" and err.value.exit_code == 2
 
 
-def test_grading_builds_on_first_use_and_the_agent_starts_from_the_image_workdir(
-    scratch_task: Any, docker_runtime: Any, tmp_path: Path
-) -> None:
-    """A Harbor-style task: the image ships the code at /app (root's files); the agent edits it
-    in place. The workdir is a fresh volume, so this passes only if the image's /app was copied
-    in, owned by the agent."""
+def _app_task(scratch_task: Any) -> Any:
+    """A task whose image ships a wrong `add` at /app/pkg/solution.py (workdir /app)."""
     root = scratch_task(
         "FROM assay-base:latest\nRUN mkdir -p /app/pkg"
         " && printf 'def add(a, b):\\n    return a - b\\n' > /app/pkg/solution.py\n",
@@ -205,6 +201,40 @@ def test_grading_builds_on_first_use_and_the_agent_starts_from_the_image_workdir
     (root / "judge" / "cases.json").write_text(
         '[{"id": "a", "input": [2, 3], "expected": 5}, {"id": "b", "input": [0, 0], "expected": 0}]'
     )
+    return root
+
+
+def test_a_session_works_in_the_tasks_workdir_and_image(
+    scratch_task: Any, tmp_path: Path, docker_runtime: Any
+) -> None:
+    """Grader.session on an `[environment]` task: built on first use, the agent container runs
+    the task's image, files are read and written under its workdir (/app), not /workspace."""
+    import assay as api
+
+    root = _app_task(scratch_task)
+    with api.Grader(key=tmp_path / "k" / "signing.key") as grader:
+        with grader.session(root) as s:
+            assert s.exec("pwd").stdout == b"/app\n"
+            assert b"a - b" in s.read_file("pkg/solution.py")
+            assert b"a - b" in s.read_file("/app/pkg/solution.py")
+            with pytest.raises(api.errors.UsageError):
+                s.read_file("/workspace/pkg/solution.py")
+            s.write_file("pkg/solution.py", "def add(a, b):\n    return a + b\n")
+            graded = s.grade()
+            gid = s.grading_id
+    assert graded.verdict.passed, graded.verdict.reason_codes
+    digests = graded.verdict.image_digests
+    assert digests["agent"] == digests["candidate"] != digests["judge"]
+    assert list(docker_runtime.leftovers(gid)) == []
+
+
+def test_grading_builds_on_first_use_and_the_agent_starts_from_the_image_workdir(
+    scratch_task: Any, docker_runtime: Any, tmp_path: Path
+) -> None:
+    """A Harbor-style task: the image ships the code at /app (root's files); the agent edits it
+    in place. The workdir is a fresh volume, so this passes only if the image's /app was copied
+    in, owned by the agent."""
+    root = _app_task(scratch_task)
     fix = "sed -i 's/a - b/a + b/' pkg/solution.py && test \"$(pwd)\" = /app"
     g = assay("grade", str(root), "--agent-cmd", fix, tmp=tmp_path)
     assert g.exit_code == 0, g.stderr  # built on first use by the grade itself
