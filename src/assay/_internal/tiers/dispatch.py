@@ -18,6 +18,7 @@ from .baselines import BaselineOptions, BaselineRun, run_baseline
 from .compat import grade_compat
 from .controller import Source
 from .judgepool import JudgePool
+from .repo import grade_repository
 from .strict import grade_strict
 
 TIERS: tuple[Tier, ...] = get_args(Tier)
@@ -30,9 +31,16 @@ def default_tier(task: Task) -> Tier:
     return "t3" if task.config.kind in STRICT_KINDS else "t2"
 
 
+def is_repository(task: Task) -> bool:
+    return task.config.pytest is not None and task.config.pytest.is_repository
+
+
 def tiers_for(task: Task) -> tuple[Tier, ...]:
-    """Every tier that can grade `task` at all (the unsafe baselines included)."""
-    return ("t3",) if task.config.kind in STRICT_KINDS else ("t0", "t1", "t2")
+    """Every tier that can grade `task` at all (the unsafe baselines included). A repository
+    task is graded on T2 only: the baselines model the canary's harness, not SWE-bench's."""
+    if task.config.kind in STRICT_KINDS:
+        return ("t3",)
+    return ("t2",) if is_repository(task) else ("t0", "t1", "t2")
 
 
 def pick_tier(task: Task, requested: str | None, unsafe_baseline: bool) -> Tier:
@@ -53,7 +61,8 @@ def pick_tier(task: Task, requested: str | None, unsafe_baseline: bool) -> Tier:
             "which the strict tier never does; grade it on t2 (the default for it)"
         )
     if tier not in tiers_for(task):
-        raise UsageError(f"tier {tier} runs pytest tasks; {task.id!r} is a strict task")
+        what = "a repository task (t2 only)" if is_repository(task) else "a strict task"
+        raise UsageError(f"tier {tier} cannot grade {task.id!r}: it is {what}")
     return tier
 
 
@@ -71,6 +80,8 @@ def run_tier(
     """Grade on `tier` (already picked); a baseline also returns what it observed."""
     if tier == "t3":
         return grade_strict(rt, task, source, image, grading_id, judges=judges), None
+    if tier == "t2" and is_repository(task):
+        return grade_repository(rt, task, source, image, grading_id), None
     if tier == "t2":
         return grade_compat(rt, task, source, image, grading_id), None
     run = run_baseline(rt, task, source, image, tier, baseline, grading_id=grading_id)
