@@ -10,10 +10,12 @@ from __future__ import annotations
 __all__ = [
     "AssayError",
     "EngineUnavailableError",
+    "EnvironmentBuildError",
     "FirewallError",
     "InfrastructureError",
     "InternalError",
     "KeyFileError",
+    "TaskEnvironmentError",
     "TaskError",
     "UnsafeInputsError",
     "UsageError",
@@ -43,6 +45,30 @@ class TaskError(UsageError):
     def __init__(self, path: str, message: str) -> None:
         super().__init__(f"{path}: {message}")
         self.path = path
+
+
+class TaskEnvironmentError(TaskError):
+    """A task's `[environment]` cannot be used (exit 2): its image is not on the engine, its
+    Dockerfile names a base image that is not, or the image lacks what assay runs in it."""
+
+    def __init__(self, path: str, message: str, fix: str | None = None) -> None:
+        super().__init__(path, message)
+        self.fix = fix
+
+    def diagnostics(self) -> str:
+        return f"{self}\n  fix: {self.fix}" if self.fix else str(self)
+
+
+class EnvironmentBuildError(TaskEnvironmentError):
+    """A task's Dockerfile failed to build (exit 2); `log_tail` is the end of the build log."""
+
+    def __init__(self, path: str, message: str, log_tail: str) -> None:
+        super().__init__(path, message, fix="fix the Dockerfile, then `assay build TASK`")
+        self.log_tail = log_tail
+
+    def diagnostics(self) -> str:
+        tail = "\n".join("  | " + line for line in self.log_tail.splitlines())
+        return f"{self}\n  build log (last lines):\n{tail}\n  fix: {self.fix}"
 
 
 class UnsafeInputsError(TaskError):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tomllib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -107,6 +107,48 @@ class PytestSpec(_Strict):
         return self
 
 
+IMAGE_REF = r"^([a-z0-9][a-z0-9._/:-]{0,254}@)?sha256:[0-9a-f]{64}$"
+"""A pinned image: `name@sha256:<digest>` (a repo digest) or `sha256:<id>` (a local image id)."""
+WORKDIR = r"^/[A-Za-z0-9._/-]{0,254}$"
+ENV_CONTEXT_FORBIDDEN = frozenset({"judge", "solutions", "attempts"})
+"""Top-level task directories a build context may not be or lie under: judge/ never leaves the
+judge, and a reference solution baked into the image would hand the agent the answer."""
+
+
+class EnvironmentSpec(_Strict):
+    """`[environment]`: the image the agent and candidate containers run (docs/tasks.md)."""
+
+    dockerfile: str | None = None
+    image: str | None = Field(None, pattern=IMAGE_REF)
+    workdir: str = Field("/workspace", pattern=WORKDIR)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EnvironmentSpec:
+        if (self.dockerfile is None) == (self.image is None):
+            raise ValueError("exactly one of environment.dockerfile and environment.image")
+        parts = self.workdir.split("/")
+        if ".." in parts or "." in parts or self.workdir.rstrip("/") in ("", "/"):
+            raise ValueError("environment.workdir must be an absolute path below /, no . or ..")
+        if self.dockerfile is not None:
+            _check_dockerfile_path(self.dockerfile)
+        return self
+
+
+def _check_dockerfile_path(rel: str) -> None:
+    path = PurePosixPath(rel)
+    if path.is_absolute() or ".." in path.parts or rel != path.as_posix():
+        raise ValueError(
+            "environment.dockerfile is a plain path relative to the task directory, inside it"
+        )
+    if len(path.parts) < 2:
+        raise ValueError(
+            "environment.dockerfile must be in a subdirectory (e.g. environment/Dockerfile): "
+            "that directory is the build context, and the task root holds judge/"
+        )
+    if path.parts[0] in ENV_CONTEXT_FORBIDDEN:
+        raise ValueError(f"environment.dockerfile may not be under {path.parts[0]}/")
+
+
 class TaskConfig(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")
     kind: Kind
@@ -118,6 +160,7 @@ class TaskConfig(_Strict):
     transform: CommandSpec | None = None
     judge: JudgeSpec | None = None
     pytest: PytestSpec | None = None
+    environment: EnvironmentSpec | None = None
 
     @model_validator(mode="after")
     def _kind_section(self) -> TaskConfig:
@@ -145,6 +188,25 @@ class Task:
     @property
     def id(self) -> str:
         return self.config.id
+
+    @property
+    def environment(self) -> EnvironmentSpec | None:
+        """The task's own `[environment]`, or None: it runs on the grading's base image."""
+        return self.config.environment
+
+    @property
+    def workdir(self) -> str:
+        """Where the agent works and the submission is taken from (`/workspace` by default)."""
+        env = self.config.environment
+        return env.workdir if env is not None else "/workspace"
+
+    @property
+    def build_context(self) -> Path | None:
+        """The directory assay builds the environment from (the Dockerfile's), or None."""
+        env = self.config.environment
+        if env is None or env.dockerfile is None:
+            return None
+        return (self.root / env.dockerfile).parent
 
     @property
     def inputs_dir(self) -> Path:
@@ -191,12 +253,28 @@ def load_task(path: Path | str) -> Task:
     )
     if config.pytest:
         judge_files += [config.pytest.truth, config.pytest.test_patch]
+    if config.environment is not None and config.environment.dockerfile is not None:
+        _check_dockerfile_file(root, toml_path, config.environment.dockerfile)
     for rel in filter(None, judge_files):
         if not (root / "judge" / rel).is_file():
             raise TaskError(str(toml_path), f"judge file {rel!r} does not exist under judge/")
     if config.judge is not None and config.judge.cases is not None:
         check_case_file(root / "judge" / config.judge.cases, config)
     return Task(root, config, tree_digest(root))
+
+
+def _check_dockerfile_file(root: Path, toml_path: Path, rel: str) -> None:
+    """The Dockerfile exists, and neither it nor its directory leaves the task through a link."""
+    path = root / rel
+    if not path.is_file():
+        raise TaskError(str(toml_path), f"environment.dockerfile {rel!r} does not exist")
+    here = root
+    for part in PurePosixPath(rel).parts:
+        here = here / part
+        if here.is_symlink():
+            raise TaskError(
+                str(toml_path), f"environment.dockerfile {rel!r}: {part!r} is a symbolic link"
+            )
 
 
 def check_case_file(path: Path, config: TaskConfig) -> None:

@@ -26,6 +26,7 @@ from time import monotonic
 from assay.errors import TaskError
 
 from ..firewall.check import FirewallLimits
+from ..model.envcontext import environment_ref
 from ..model.task import PytestSpec, Task
 from ..model.verdict import Verdict, build_verdict
 from ..runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
@@ -39,19 +40,17 @@ from .repo_patch import FilePatch, PatchError, apply_patch, parse_patch, touched
 from .repo_policy import check_changes
 from .repo_results import evaluate, reconcile_exit
 
-DEFAULT_WORKDIR = "/workspace"
 REPO_BYTES = 256 << 20
 OUT_BYTES = 8 << 20
 CANDIDATE_ENV = "ASSAY_CANDIDATE_DIR"
 
-__all__ = ["grade_repository", "load_test_patch", "repo_argv", "workdir_of"]
+__all__ = ["grade_repository", "load_test_patch", "repo_argv", "repo_image"]
 
 
-def workdir_of(task: Task) -> str:
-    """Where the task's environment keeps the repository."""
-    env = getattr(task.config, "environment", None)
-    workdir = getattr(env, "workdir", None)
-    return workdir if isinstance(workdir, str) else DEFAULT_WORKDIR
+def repo_image(task: Task, image: str) -> str:
+    """The image holding the repository: the task's `[environment]` image (it must be built:
+    `assay build`), else `image`."""
+    return environment_ref(task) or image
 
 
 def spec_of(task: Task) -> PytestSpec:
@@ -89,6 +88,7 @@ def grade_repository(
     spec = spec_of(task)
     patches = load_test_patch(task)
     ids = expected_ids(spec)
+    image = repo_image(task, image)
     g = Grading(rt, task, "t2", image, gid=grading_id or new_grading_id())
     with g.scope() as scope:
         t0 = monotonic()
@@ -109,7 +109,7 @@ def grade_repository(
             tree = compose(scope.tempdir("repo-tree"), pristine, taken.files, patches, task)
         except PathConflict:
             return g.fail("repo:path-conflict")
-        workdir = workdir_of(task)
+        workdir = task.workdir
         lim = task.config.limits
         vspec = ContainerSpec(
             image=image,
@@ -134,7 +134,7 @@ def grade_repository(
 def _pristine(scope: GradingScope, task: Task, image: str) -> Path | Refused:
     """The repository at the workdir of a fresh container of the task's image, through the
     firewall (no links, no special files, capped)."""
-    workdir = workdir_of(task)
+    workdir = task.workdir
     cid = scope.container(
         ContainerSpec(
             image=image, grading_id=scope.grading_id, role="judge", limits=PREP_LIMITS,

@@ -1,0 +1,290 @@
+"""A task's `[environment]` as an image on the local engine: built from its context, reused
+while the context is unchanged, never pulled.
+
+`ensure_environment` is the one entry: `assay build`, `Grader.grade` (build on first use) and
+the command line's grade call it; the tiers only name the image (`model.envcontext`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import docker.errors
+import requests.exceptions
+
+from assay.errors import (
+    EngineUnavailableError,
+    EnvironmentBuildError,
+    InfrastructureError,
+    TaskEnvironmentError,
+)
+
+from ..model.envcontext import ENV_REPOSITORY, environment_ref, write_context
+from ..model.task import Task
+from ..runtime.base import LABEL, ROLE_LABEL
+from ..runtime.owner import OWNER_LABEL, this_owner
+from .dockerfile import DockerfileError, base_images
+
+CONTEXT_LABEL = "assay.env.context"
+BASES_LABEL = "assay.env.bases"
+TASK_LABEL = "assay.env.task"
+PROXY_ARGS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+"""Docker's predefined build args: passed from the host so a build behind a proxy reaches the
+package mirrors; they do not change the context digest, nor (Docker's rule) the build cache."""
+LOG_TAIL_LINES = 30
+BUILD_TIMEOUT_S = 3600
+PYTHON_CHECK = (
+    "import sys; sys.exit(0 if sys.version_info >= (3, 11) else 3)",
+    "import sys, pytest; sys.exit(0 if sys.version_info >= (3, 11) else 3)",
+)
+"""What assay's in-container runner (or, for a pytest task, the compat tier) needs."""
+
+
+@dataclass(frozen=True)
+class EnvImage:
+    """The image a task's agent and candidate run, as the engine has it."""
+
+    ref: str
+    image_id: str
+    workdir: str
+    built: bool
+    """True when this call built it; False when an unchanged context found its image."""
+    build_s: float = 0.0
+
+
+def _task_path(task: Task) -> str:
+    return str(task.root / "task.toml")
+
+
+def _get(client: Any, ref: str) -> Any | None:
+    try:
+        return client.images.get(ref)
+    except docker.errors.ImageNotFound:
+        return None
+    except requests.exceptions.ConnectionError as exc:
+        raise EngineUnavailableError(f"no Docker engine answers ({type(exc).__name__})") from exc
+    except docker.errors.DockerException as exc:
+        detail = str(exc)[:300]
+        raise InfrastructureError(f"the engine could not inspect {ref!r}: {detail}") from exc
+
+
+def ensure_environment(
+    client: Any,
+    task: Task,
+    *,
+    build: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> EnvImage | None:
+    """The task's environment image on `client`'s engine, or None for a task without
+    `[environment]`. With `build` False, a Dockerfile task whose image is missing is an error
+    naming `assay build` instead of a build.
+
+    Raises `TaskEnvironmentError` (exit 2) for a missing image or base image, or an image
+    without python3 >= 3.11 (and pytest for a pytest task); `EnvironmentBuildError` (exit 2,
+    with the build log's tail) for a Dockerfile that fails.
+    """
+    env = task.environment
+    ref = environment_ref(task)
+    if env is None or ref is None:
+        return None
+    if env.image is not None:
+        image = _get(client, ref)
+        if image is None:
+            raise TaskEnvironmentError(
+                _task_path(task),
+                f"environment.image {ref!r} is not on this Docker engine (assay never pulls)",
+                fix="load it (`docker load`) or build it locally, or use environment.dockerfile "
+                "and `assay build TASK`",
+            )
+        _check_runner(client, task, image.id)
+        return EnvImage(ref, image.id, env.workdir, built=False)
+    bases = _bases(client, task)
+    image = _get(client, ref)
+    if image is not None and _labels(image).get(BASES_LABEL) == bases:
+        return EnvImage(ref, image.id, env.workdir, built=False)
+    if not build:
+        raise TaskEnvironmentError(
+            _task_path(task),
+            f"the environment image {ref} of task {task.id!r} is not built"
+            + (" (its base image changed)" if image is not None else ""),
+            fix=f"assay build {task.root}",
+        )
+    t0 = time.monotonic()
+    image_id = _build(client, task, ref, bases, progress)
+    return EnvImage(ref, image_id, env.workdir, built=True, build_s=time.monotonic() - t0)
+
+
+def _labels(image: Any) -> Mapping[str, str]:
+    labels = (image.attrs.get("Config") or {}).get("Labels") or {}
+    return labels if isinstance(labels, dict) else {}
+
+
+def _bases(client: Any, task: Task) -> str:
+    """The ids of every image the Dockerfile needs, all present (else exit 2 naming it)."""
+    env = task.environment
+    assert env is not None and env.dockerfile is not None
+    path = task.root / env.dockerfile
+    try:
+        needed = base_images(path.read_text(encoding="utf-8"))
+    except (DockerfileError, UnicodeDecodeError) as exc:
+        raise TaskEnvironmentError(str(path), str(exc)) from None
+    ids: list[str] = []
+    for base in needed:
+        image = _get(client, base.ref)
+        if image is None:
+            raise TaskEnvironmentError(
+                str(path),
+                f"line {base.line}: base image {base.ref!r} is not on this Docker engine, "
+                "and assay never pulls",
+                fix="build or load it locally first (assay's own base: `bash scripts/setup.sh`"
+                " builds assay-base:latest)",
+            )
+        ids.append(f"{base.ref}={image.id}")
+    return ",".join(ids)
+
+
+def _proxy_args() -> dict[str, str]:
+    return {k: v for k in PROXY_ARGS if (v := os.environ.get(k))}
+
+
+def _build(
+    client: Any, task: Task, ref: str, bases: str, progress: Callable[[str], None] | None
+) -> str:
+    env = task.environment
+    assert env is not None and env.dockerfile is not None
+    context_dir = task.build_context
+    assert context_dir is not None
+    tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+    with tempfile.TemporaryFile() as tar:
+        digest = write_context(task, tar)
+        tar.seek(0)
+        labels = {
+            CONTEXT_LABEL: digest,
+            BASES_LABEL: bases,
+            TASK_LABEL: task.id,
+            OWNER_LABEL: this_owner(),
+        }
+        try:
+            stream = client.api.build(
+                fileobj=tar,
+                custom_context=True,
+                dockerfile=os.path.basename(env.dockerfile),
+                pull=False,
+                rm=True,
+                forcerm=True,
+                buildargs=_proxy_args(),
+                labels=labels,
+                decode=True,
+                timeout=BUILD_TIMEOUT_S,
+            )
+            image_id = _follow(stream, tail, progress)
+        except requests.exceptions.ConnectionError as exc:
+            raise EngineUnavailableError(f"lost the Docker engine while building {ref}") from exc
+        except docker.errors.APIError as exc:
+            tail.append(str(exc.explanation or exc)[:2000])
+            image_id = None
+    if image_id is None:
+        raise EnvironmentBuildError(
+            str(task.root / env.dockerfile),
+            f"the environment of task {task.id!r} failed to build",
+            "\n".join(tail),
+        )
+    # Tagged only once python3 is known to run in it: a tag means a usable environment.
+    _check_runner(client, task, image_id)
+    repo, tag = ref.split(":", 1)
+    client.images.get(image_id).tag(repo, tag)
+    return image_id
+
+
+def _follow(
+    stream: Iterable[Any], tail: deque[str], progress: Callable[[str], None] | None
+) -> str | None:
+    """Read the engine's build stream; the built image's id, or None when the build failed."""
+    image_id: str | None = None
+    for chunk in stream:
+        if not isinstance(chunk, dict):
+            continue
+        if "error" in chunk or "errorDetail" in chunk:
+            detail = chunk.get("errorDetail") or {}
+            msg = chunk.get("error") or (detail.get("message") if isinstance(detail, dict) else "")
+            tail.append(str(msg)[:2000])
+            return None
+        aux = chunk.get("aux")
+        if isinstance(aux, dict) and isinstance(aux.get("ID"), str):
+            image_id = aux["ID"]
+        text = chunk.get("stream")
+        if isinstance(text, str):
+            for line in text.splitlines():
+                if line.strip():
+                    tail.append(line[:2000])
+                    if progress is not None:
+                        progress(line)
+    return image_id
+
+
+_checked: set[tuple[str, bool]] = set()
+
+
+def _check_runner(client: Any, task: Task, image_id: str) -> None:
+    """Run python3 in the image, offline and unprivileged: assay's runner (or pytest, on the
+    compat tier) must work there, or the task is refused before any grading (fail closed)."""
+    needs_pytest = task.config.kind == "pytest"
+    if (image_id, needs_pytest) in _checked:
+        return
+    code = PYTHON_CHECK[needs_pytest]
+    labels = {LABEL: f"env-check-{os.getpid()}", ROLE_LABEL: "env-check", OWNER_LABEL: this_owner()}
+    container = None
+    try:
+        container = client.containers.create(
+            image_id,
+            command=["python3", "-c", code],
+            user="1000:1000",
+            network_mode="none",
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            labels=labels,
+            mem_limit=256 * 2**20,
+            pids_limit=64,
+        )
+        container.start()
+        result = container.wait(timeout=120)
+        status = result.get("StatusCode") if isinstance(result, dict) else None
+    except docker.errors.APIError as exc:
+        raise TaskEnvironmentError(
+            _task_path(task), f"cannot run python3 in the environment image: {str(exc)[:300]}"
+        ) from None
+    except requests.exceptions.RequestException as exc:
+        raise InfrastructureError(f"checking the environment image: {type(exc).__name__}") from exc
+    finally:
+        if container is not None:
+            try:
+                container.remove(force=True)
+            except docker.errors.DockerException:
+                pass
+    if status != 0:
+        what = "python3 >= 3.11 with pytest" if needs_pytest else "python3 >= 3.11"
+        raise TaskEnvironmentError(
+            _task_path(task),
+            f"the environment image lacks {what} (exit {status}): assay's in-container "
+            "runner needs it",
+            fix="install python3 in the Dockerfile (Debian: `apt-get install -y python3`"
+            + (" python3-pytest" if needs_pytest else "")
+            + "), or start FROM assay-base:latest",
+        )
+    _checked.add((image_id, needs_pytest))
+
+
+def environment_images(client: Any) -> list[str]:
+    """Tags of the environment images assay built on this engine (`assay gc` may list them)."""
+    return sorted(
+        t
+        for img in client.images.list(filters={"label": CONTEXT_LABEL})
+        for t in img.tags
+        if t.startswith(ENV_REPOSITORY + ":")
+    )
