@@ -137,7 +137,7 @@ def _pristine(scope: GradingScope, task: Task, image: str) -> Path | Refused:
     workdir = task.workdir
     cid = scope.container(
         ContainerSpec(
-            image=image, grading_id=scope.grading_id, role="judge", limits=PREP_LIMITS,
+            image=image, grading_id=scope.grading_id, role="repository", limits=PREP_LIMITS,
             workdir="/tmp",
         )
     )  # fmt: skip
