@@ -39,3 +39,6 @@ main.add_command(gc_cmd)
 from assay.cli.importer import import_cmd  # noqa: E402
 
 main.add_command(import_cmd)
+from assay.cli.build import build_cmd  # noqa: E402
+
+main.add_command(build_cmd)

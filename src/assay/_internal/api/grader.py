@@ -26,9 +26,11 @@ from ..batch.run import (
 from ..batch.run import (
     Job as BatchJob,
 )
+from ..environment import ensure_environment
 from ..model.task import Task, load_task
 from ..model.verdict import Tier, Verdict
 from ..runtime import Runtime
+from ..runtime.docker import DockerRuntime
 from ..runtime.engine import docker_runtime
 from ..runtime.images import DEFAULT_BASE_IMAGE
 from ..runtime.observed import ObservedRuntime
@@ -64,6 +66,16 @@ class Job:
 
 def _task(task: TaskLike) -> Task:
     return task if isinstance(task, Task) else load_task(Path(task))
+
+
+def _environment(rt: Runtime, task: Task, build: bool = True) -> str | None:
+    """Build (or find) the task's environment image where the runtime is a Docker engine;
+    on another runtime the tiers only check that the image is there."""
+    inner = rt.inner if isinstance(rt, ObservedRuntime) else rt
+    if task.environment is None or not isinstance(inner, DockerRuntime):
+        return None
+    env = ensure_environment(inner.client, task, build=build)
+    return env.ref if env is not None else None
 
 
 class Grader:
@@ -127,6 +139,7 @@ class Grader:
         loaded = _task(task)
         chosen = pick_tier(loaded, tier, unsafe_baseline)
         rt = self.runtime()
+        _environment(rt, loaded)
         judges = self._pool(rt) if self.reuse_judges else None
         gid = new_grading_id()
         try:
@@ -138,6 +151,15 @@ class Grader:
             if judges is not None:
                 judges.finish(gid)
         return Graded(verdict, sign_verdict(verdict, self._private_key))
+
+    def build(self, task: TaskLike) -> str | None:
+        """Build the task's `[environment]` image unless an unchanged build context already
+        has one (`grade` does this on first use); return the image reference its agent and
+        candidate run, or None for a task without `[environment]`. Raises
+        `assay.errors.EnvironmentBuildError` (with the build log's tail) when the Dockerfile
+        fails, `assay.errors.TaskEnvironmentError` when a base image or `image =` is not on
+        the engine (assay never pulls) or the image has no python3 >= 3.11."""
+        return _environment(self.runtime(), _task(task))
 
     # -- many submissions --------------------------------------------------------------------
 
@@ -207,6 +229,8 @@ class Batch:
         inner = grader._runtime or docker_runtime(grader.oci_runtime, parallel=parallel)
         self.rt = ObservedRuntime(inner)
         self.rt.image_digest(grader.image)  # a missing image is one error, not N job errors
+        for task in self.tasks.values():
+            _environment(self.rt, task)  # built once, before any grading starts
 
     def run(
         self, out: Path, progress: Progress | None = None

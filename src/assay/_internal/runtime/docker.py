@@ -84,6 +84,11 @@ class DockerRuntime:
         self._paused: set[str] = set()
         self._users: dict[str, str] = {}
 
+    @property
+    def client(self) -> Any:
+        """The docker-py client (what builds a task's environment image)."""
+        return self._client
+
     # -- lifecycle -------------------------------------------------------------------------
 
     def create(self, spec: ContainerSpec) -> str:

@@ -19,6 +19,15 @@ SETUP_FIX = "run `bash scripts/setup.sh` (it builds the assay base image offline
 _OWN_REPOSITORY = "assay-base:"
 
 
+class ImageMissingError(InfrastructureError):
+    """The image is not on this engine (a subclass, so a caller that can say how to make it,
+    such as a task's environment, can name that instead)."""
+
+    def __init__(self, name: str, fix: str) -> None:
+        super().__init__(f"image {name!r} is not on this Docker engine", fix=fix)
+        self.name = name
+
+
 class _Image(Protocol):
     @property
     def id(self) -> str: ...
@@ -54,9 +63,7 @@ def ensure_image_present(client: ImageClient, name: str) -> str:
     try:
         image = client.images.get(name)
     except docker.errors.ImageNotFound as exc:
-        raise InfrastructureError(
-            f"base image {name!r} is not on this Docker engine", fix=_fix_for(name)
-        ) from exc
+        raise ImageMissingError(name, fix=_fix_for(name)) from exc
     except requests.exceptions.ConnectionError as exc:
         raise EngineUnavailableError(
             f"no Docker engine answers ({type(exc).__name__})", fix=SETUP_FIX

@@ -128,7 +128,7 @@ def run_baseline(
             return BaselineRun(g.fail(prepared.reason), True, False)
 
         t0 = monotonic()
-        cid = scope.container(_spec(task, g.gid, image, source.agent_dir, opts, "agent"))
+        cid = scope.container(_spec(task, g.gid, g.task_image, source.agent_dir, opts, "agent"))
         if source.agent_cmd is not None:
             rt.exec(
                 cid, ("sh", "-c", source.agent_cmd), deadline_s=task.config.limits.agent_timeout,
@@ -143,7 +143,7 @@ def run_baseline(
 
         if tier == "t1":
             t0 = monotonic()
-            cid = _fresh_copy(scope, task, image, g.gid, cid)
+            cid = _fresh_copy(scope, task, g.task_image, g.gid, cid)
             g.lap("copy", t0)
 
         t0 = monotonic()

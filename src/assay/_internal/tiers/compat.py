@@ -98,7 +98,7 @@ def grade_compat(
             return g.fail(taken.reason)
 
         t0 = monotonic()
-        cases, extra = _verify(scope, task, image, taken, prepared)
+        cases, extra = _verify(scope, task, g.task_image, taken, prepared)
         g.lap("verify", t0)
         return build_verdict(g.facts(), cases, len(prepared.expected_ids), extra)
 

@@ -12,11 +12,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from time import monotonic
 
-from assay.errors import AssayError, InternalError, UnsafeInputsError
+from assay.errors import AssayError, InternalError, TaskEnvironmentError, UnsafeInputsError
 
+from ..model.envcontext import environment_ref
 from ..model.task import Task, vcs_history
 from ..model.verdict import ControllerFacts, Tier, Verdict, error_verdict
 from ..runtime import GradingScope, Runtime
+from ..runtime.images import ImageMissingError
 from ..runtime.scope import new_grading_id
 from .intake import Refused, Submission, from_path, run_agent
 
@@ -44,6 +46,26 @@ def contained(grading_id: str) -> Iterator[None]:
         raise InternalError(grading_id, exc) from exc
 
 
+def task_image(rt: Runtime, task: Task, base_image: str) -> str:
+    """The image of the task's agent and candidate: its `[environment]` image, which must be
+    on the engine already (`assay build`, or the Grader's build on first use), else
+    `base_image`. The judge of a strict task always runs `base_image`: it never runs task code."""
+    ref = environment_ref(task)
+    if ref is None:
+        return base_image
+    try:
+        rt.image_digest(ref)
+    except ImageMissingError:
+        env = task.environment
+        how = "load it locally" if env is not None and env.image else f"assay build {task.root}"
+        raise TaskEnvironmentError(
+            str(task.root / "task.toml"),
+            f"the environment image {ref} of task {task.id!r} is not on this Docker engine",
+            fix=how,
+        ) from None
+    return ref
+
+
 @dataclass
 class Grading:
     rt: Runtime
@@ -56,6 +78,11 @@ class Grading:
     images: dict[str, str] = field(default_factory=dict)
     """Container role -> id of the image it ran, for every role this grading used."""
     submission: Submission | None = None
+    task_image: str = ""
+    """What the agent and candidate run: the task's `[environment]` image, else `image`."""
+
+    def __post_init__(self) -> None:
+        self.task_image = task_image(self.rt, self.task, self.image)
 
     @contextmanager
     def scope(self) -> Iterator[GradingScope]:
@@ -103,7 +130,7 @@ class Grading:
                     "read past or future answers from it. Ship a plain export of the tree.",
                 )
             taken, _run = run_agent(
-                scope, self.task, self.image, source.agent_cmd, source.agent_dir
+                scope, self.task, self.task_image, source.agent_cmd, source.agent_dir
             )
             self.lap("agent", t0)
         else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO, cast
 
 from assay.errors import UsageError
@@ -148,13 +148,18 @@ def agent_spec(
         grading_id=scope.grading_id,
         role="agent",
         binds=tuple(binds),
-        scratch=(Scratch(WORKSPACE, lim.artifact_bytes),),
+        scratch=(Scratch(task.workdir, lim.artifact_bytes),),
         limits=Limits(
             memory_bytes=max(lim.memory_mb, 512) * 2**20, pids=max(lim.pids, 128), cpus=lim.cpus
         ),
-        workdir=WORKSPACE,
+        workdir=task.workdir,
         hardened=hardened,
     )
+
+
+def _archive_top(task: Task) -> str:
+    """The top name of the engine's archive of the workdir: its last path component."""
+    return PurePosixPath(task.workdir).name
 
 
 def run_agent(
@@ -174,7 +179,7 @@ def run_agent(
         ("sh", "-c", agent_cmd),
         deadline_s=task.config.limits.agent_timeout,
         output_cap=0,
-        workdir=WORKSPACE,
+        workdir=task.workdir,
         capture=False,
     )
     run = AgentRun(res.exit_code, res.timed_out, res.duration_s)
@@ -185,7 +190,7 @@ def run_agent(
         scope.discard(cid)
         if "memory" not in hit:
             raise RuntimeError_("the agent's container stopped during its run at no limit")
-        return Refused("limit:agent-memory", WORKSPACE, "the agent hit its memory limit"), run
+        return Refused("limit:agent-memory", task.workdir, "the agent hit its memory limit"), run
     try:
         rt.pause(cid)
     except RuntimeError_:
@@ -195,9 +200,9 @@ def run_agent(
         hit = ceilings_hit(rt, cid)
         scope.discard(cid)
         limit = hit[0] if hit else "freeze"
-        return Refused(f"limit:agent-{limit}", WORKSPACE, "the agent could not be frozen"), run
+        return Refused(f"limit:agent-{limit}", task.workdir, "the agent could not be frozen"), run
     cap = task.config.limits.artifact_bytes * 2 + (1 << 20)  # tar headers on top of content
-    spooled = spool_from_container(scope, cid, WORKSPACE, cap, "agent")
+    spooled = spool_from_container(scope, cid, task.workdir, cap, "agent")
     hit = ceilings_hit(rt, cid)
     scope.discard(cid)
     if isinstance(spooled, Refused):
@@ -205,15 +210,15 @@ def run_agent(
     # An agent that hit a ceiling fails, whatever it left behind: a result produced by
     # exhausting shared resources is not one to reward, and the reason must name the limit.
     if "pids" in hit:
-        return Refused("limit:agent-pids", WORKSPACE, "the agent hit its process limit"), run
+        return Refused("limit:agent-pids", task.workdir, "the agent hit its process limit"), run
     if "memory" in hit:
-        return Refused("limit:agent-memory", WORKSPACE, "the agent hit its memory limit"), run
+        return Refused("limit:agent-memory", task.workdir, "the agent hit its memory limit"), run
     if spooled.stat().st_size >= task.config.limits.artifact_bytes * 0.95:
-        return Refused("limit:agent-disk", WORKSPACE, "the agent filled its workspace"), run
+        return Refused("limit:agent-disk", task.workdir, "the agent filled its workspace"), run
     if res.timed_out:
-        return Refused("limit:agent-time", WORKSPACE, "the agent ran past its deadline"), run
+        return Refused("limit:agent-time", task.workdir, "the agent ran past its deadline"), run
     with spooled.open("rb") as fh:
         sub = through_firewall(
-            scope, fh, firewall_limits(task), task.config.artifacts, "workspace", "agent"
+            scope, fh, firewall_limits(task), task.config.artifacts, _archive_top(task), "agent"
         )
     return sub, run

@@ -203,7 +203,9 @@ def grade_strict(
             taken = g.take_submission(scope, source)
             if not isinstance(taken, Refused):
                 t0 = monotonic()
-                cand = scope.container(candidate_spec(task, image, g.gid, taken.files, inputs))
+                cand = scope.container(
+                    candidate_spec(task, g.task_image, g.gid, taken.files, inputs)
+                )
                 g.lap("candidate_start", t0)
         judge, prep, handoff = judge_job.result()
         if prep.exit_code != 0:

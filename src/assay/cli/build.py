@@ -1,0 +1,34 @@
+"""`assay build`: build a task's `[environment]` image ahead of grading (grading builds it on
+first use too)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from assay._internal.environment import ensure_environment
+from assay._internal.model.task import load_task
+from assay._internal.runtime.engine import engine_client
+
+from .common import exit_codes
+
+
+@click.command("build")
+@click.argument("task", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--quiet", "-q", is_flag=True, help="Do not echo the build log.")
+def build_cmd(task: Path, quiet: bool) -> None:
+    """Build TASK's environment image with the local engine (never pulling), or find the image
+    an unchanged build context already has. Prints `<image ref> <image id> built|cached`.
+    Exit 2 for a Dockerfile that fails (with the end of its log), a base image or
+    `image =` that is not on the engine, or an image without python3."""
+    with exit_codes():
+        loaded = load_task(task)
+        if loaded.environment is None:
+            click.echo(f"task {loaded.id!r} has no [environment]: it runs on the base image")
+            return
+        progress = None if quiet else (lambda line: click.echo(line, err=True))
+        env = ensure_environment(engine_client(), loaded, progress=progress)
+        assert env is not None
+        how = f"built in {env.build_s:.1f} s" if env.built else "cached"
+        click.echo(f"{env.ref} {env.image_id} {how}")
