@@ -11,10 +11,10 @@ from assay._internal.environment.build import ensure_environment
 from assay._internal.model.task import Task, load_task
 from assay._internal.model.verdict import Verdict
 from assay._internal.runtime.docker import DockerRuntime, connect
+from assay._internal.runtime.scope import new_grading_id
 from assay._internal.tiers.controller import Source
 from assay._internal.tiers.dispatch import run_tier
 from assay._internal.tiers.repo_results import P2P_SKIPPED
-from assay._internal.runtime.scope import new_grading_id
 
 pytestmark = pytest.mark.docker
 

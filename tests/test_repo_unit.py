@@ -26,7 +26,7 @@ from assay._internal.tiers.repo_patch import (
     parse_patch,
     touched_paths,
 )
-from assay._internal.tiers.repo_policy import check_changes, refusal_for
+from assay._internal.tiers.repo_policy import check_changes, is_cache, refusal_for
 from assay._internal.tiers.repo_results import P2P_SKIPPED, evaluate, reconcile_exit, resolved
 
 TESTS = ("tests",)
@@ -79,6 +79,13 @@ def test_policy_test_dirs_are_the_tasks() -> None:
     assert refusal_for("src/pkg/tests/t.py", ("src/pkg/tests",)) is not None
 
 
+def test_caches_are_dropped_not_refused() -> None:
+    for path in ("pkg/__pycache__/m.cpython-311.pyc", "m.pyc", ".pytest_cache/v/x", "a/b.pyo"):
+        assert is_cache(path), path
+    for path in ("pkg/m.py", "cache.py", "docs/.pytest_cache.md"):
+        assert not is_cache(path), path
+
+
 def test_check_changes_names_the_first_in_sorted_order() -> None:
     refusal = check_changes(["z.py", "tox.ini", "a/conftest.py"], TESTS)
     assert refusal is not None and refusal.path == "a/conftest.py"
@@ -94,7 +101,7 @@ index 1111111..2222222 100644
 @@ -1,3 +1,4 @@
  import a
 +import b
- 
+<SP>
  def test_one():
 @@ -5,2 +6,4 @@
      assert a.one() == 1
@@ -106,7 +113,7 @@ index 1111111..2222222 100644
 @@ -0,0 +1,2 @@
 +x = 1
 +y = 2
-"""
+""".replace(b"<SP>", b" ")  # a context line that is one space: kept out of the source text
 
 ORIGINAL = "import a\n\ndef test_one():\n    pass\n    assert a.one() == 1\n# end\n"
 
@@ -212,7 +219,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, int]:
 
 
 def judge(report: tuple[bytes, int], f2p: list[str], p2p: list[str]) -> tuple[bool, list[str]]:
-    raw, code = report
+    raw, _code = report
     ids = [f"test_s.py::{t}" for t in f2p + p2p]
     out = parse_junit(raw, ids)
     # Only the listed tests are judged: the rest of this report is surplus by design here.

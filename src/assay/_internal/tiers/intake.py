@@ -168,12 +168,15 @@ def run_agent(
     image: str,
     agent_cmd: str,
     agent_dir: Path | None,
+    seed: bytes | None = None,
 ) -> tuple[Submission | Refused, AgentRun]:
-    """Run the agent with the inputs at /task and a capped /workspace; freeze it; take the
-    workspace out. Pausing first means a background process cannot change the files
-    while they are read."""
+    """Run the agent with the inputs at /task and a capped /workspace (holding `seed`, a tar,
+    when given); freeze it; take the workspace out. Pausing first means a background process
+    cannot change the files while they are read."""
     rt = scope.runtime
     cid = scope.container(agent_spec(task, scope, image, agent_dir))
+    if seed is not None:
+        rt.put_archive(cid, task.workdir, seed)
     res = rt.exec(
         cid,
         ("sh", "-c", agent_cmd),

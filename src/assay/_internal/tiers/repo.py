@@ -26,31 +26,25 @@ from time import monotonic
 from assay.errors import TaskError
 
 from ..firewall.check import FirewallLimits
-from ..model.envcontext import environment_ref
 from ..model.task import PytestSpec, Task
 from ..model.verdict import Verdict, build_verdict
 from ..runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
 from ..runtime.scope import new_grading_id
+from .baselines import _pack_submission
 from .compat import REPORT, REPORT_BYTES, run_verification
-from .compat_prep import INCONTAINER_COMPAT, PYTEST_ARGV, PYTEST_ENV, PREP_LIMITS
+from .compat_prep import INCONTAINER_COMPAT, PREP_LIMITS, PYTEST_ARGV, PYTEST_ENV
 from .controller import Grading, Source
 from .intake import Refused, take_from_container
 from .junit import parse_junit
 from .repo_patch import FilePatch, PatchError, apply_patch, parse_patch, touched_paths
-from .repo_policy import check_changes
+from .repo_policy import check_changes, is_cache
 from .repo_results import evaluate, reconcile_exit
 
 REPO_BYTES = 256 << 20
 OUT_BYTES = 8 << 20
 CANDIDATE_ENV = "ASSAY_CANDIDATE_DIR"
 
-__all__ = ["grade_repository", "load_test_patch", "repo_argv", "repo_image"]
-
-
-def repo_image(task: Task, image: str) -> str:
-    """The image holding the repository: the task's `[environment]` image (it must be built:
-    `assay build`), else `image`."""
-    return environment_ref(task) or image
+__all__ = ["grade_repository", "load_test_patch", "repo_argv"]
 
 
 def spec_of(task: Task) -> PytestSpec:
@@ -88,8 +82,10 @@ def grade_repository(
     spec = spec_of(task)
     patches = load_test_patch(task)
     ids = expected_ids(spec)
-    image = repo_image(task, image)
     g = Grading(rt, task, "t2", image, gid=grading_id or new_grading_id())
+    # The repository lives in the task's environment image (`assay build`), which the pristine
+    # tree is read from and the tests run on.
+    image = g.task_image
     with g.scope() as scope:
         t0 = monotonic()
         pristine = _pristine(scope, task, image)
@@ -97,7 +93,9 @@ def grade_repository(
         if isinstance(pristine, Refused):
             return g.fail(pristine.reason)
 
-        taken = g.take_submission(scope, source)
+        # The agent starts from the repository, owned by its user, at the workdir.
+        seed = _pack_submission(pristine) if source.agent_cmd is not None else None
+        taken = g.take_submission(scope, source, seed)
         if isinstance(taken, Refused):
             return g.fail(taken.reason)
         refusal = check_changes(changed_paths(pristine, taken.files), spec.test_dirs)
@@ -158,11 +156,14 @@ def _pristine(scope: GradingScope, task: Task, image: str) -> Path | Refused:
 
 
 def _files(root: Path) -> dict[str, Path]:
+    """Every regular file under `root` by relative path, caches left out (`is_cache`)."""
     found: dict[str, Path] = {}
     for dirpath, _dirs, names in os.walk(root):
         for name in names:
             p = Path(dirpath) / name
-            found[p.relative_to(root).as_posix()] = p
+            rel = p.relative_to(root).as_posix()
+            if not is_cache(rel):
+                found[rel] = p
     return found
 
 
@@ -213,8 +214,8 @@ def compose(
         # Every file it touches was just reset to the task's own, so this is the task's fault.
         raise TaskError(str(task.root / "task.toml"), f"test patch does not apply: {exc}") from None
     shutil.copyfile(INCONTAINER_COMPAT / "conftest.py", tree / "conftest.py")
-    for dirpath, dirs, names in os.walk(tree):
-        os.chmod(dirpath, 0o755)
+    for dirpath, _dirs, names in os.walk(tree):
+        os.chmod(dirpath, 0o755)  # noqa: S103 - read-only bind for the unprivileged test run
         for name in names:
             os.chmod(Path(dirpath) / name, 0o644)
     return tree

@@ -9,8 +9,10 @@ The rules close the doors through which a patch reaches the test process without
 under test: pytest loads every `conftest.py` on the way to a test file (SWE-bench #631: a
 conftest-only patch scored resolved), reads its configuration from four files, imports the test
 directories, and Python's start-up runs `*.pth` files and `sitecustomize`/`usercustomize`.
-Compiled bytecode is refused because a `.pyc` whose recorded size and mtime match its source is
-imported instead of it. A top-level module named like the standard library or pytest would
+Caches a test run leaves behind (`__pycache__/`, `*.pyc`, `.pytest_cache/`) are not part of a
+submission at all: `is_cache` drops them before the policy looks (an honest agent that ran the
+tests leaves them; a `.pyc` whose recorded size and mtime match its source would be imported
+instead of it). A top-level module named like the standard library or pytest would
 shadow it, since pytest puts the repository root first on `sys.path`.
 """
 
@@ -62,12 +64,19 @@ def refusal_for(path: str, test_dirs: Sequence[str]) -> PolicyRefusal | None:
         return PolicyRefusal("pth", path)
     if any(_module_name(p) in STARTUP_MODULES for p in parts):
         return PolicyRefusal("startup-module", path)
-    if "__pycache__" in parts or name.endswith((".pyc", ".pyo")):
-        return PolicyRefusal("bytecode", path)
-    top = parts[0] if len(parts) > 1 else name.split(".", 1)[0] if name.endswith(_MODULE_EXT) else ""
+    if len(parts) > 1:
+        top = parts[0]
+    else:
+        top = name.split(".", 1)[0] if name.endswith(_MODULE_EXT) else ""
     if top in RESERVED_TOP_LEVEL:
         return PolicyRefusal("shadow-module", path)
     return None
+
+
+def is_cache(path: str) -> bool:
+    """Bytecode and pytest's cache: dropped from a submission, never graded."""
+    parts = path.split("/")
+    return "__pycache__" in parts or parts[0] == ".pytest_cache" or path.endswith((".pyc", ".pyo"))
 
 
 def check_changes(changed: Iterable[str], test_dirs: Sequence[str]) -> PolicyRefusal | None:
