@@ -24,7 +24,7 @@ P2P_SKIP = "tests/test_version.py::test_against_pypi"
 
 @pytest.fixture(scope="module")
 def semver(docker_runtime: DockerRuntime) -> Task:
-    task = load_task(EXAMPLES / "semver-repo")
+    task = load_task(EXAMPLES / "semver-pytest")
     ensure_environment(connect(), task)
     return task
 

@@ -12,19 +12,21 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from assay._internal.environment import ensure_environment
 from assay._internal.model.verdict import TIER_TITLES, Tier
 from assay._internal.proof.locate import default_dir
 from assay._internal.proof.matrix import (
     CONTROLS,
     Attack,
     Row,
+    graded_tasks,
     kinds_ok,
     load_corpus,
     problems,
     run_matrix,
 )
 from assay._internal.runtime import Runtime
-from assay._internal.runtime.engine import docker_runtime
+from assay._internal.runtime.engine import docker_runtime, engine_client
 from assay._internal.tiers.dispatch import TIERS
 from assay.errors import UsageError
 
@@ -255,6 +257,13 @@ def matrix_cmd(
             attacks = [a for a in attacks if a.id in only]
         ex = examples or default_dir("examples")
         kinds_ok(attacks, ex, picked)
+        # A task with its own [environment] (the repository task) needs its image first; a
+        # fresh clone's matrix builds it (or finds it cached) rather than failing every row.
+        envs = [t for t in graded_tasks(attacks, ex, picked) if t.environment is not None]
+        if envs:
+            client = engine_client()
+            for task in envs:
+                ensure_environment(client, task)
 
         def factory() -> Runtime:
             return docker_runtime(oci_runtime)

@@ -15,6 +15,7 @@ from ..model.verdict import UNSAFE_TIERS, Tier, Verdict
 from ..runtime import Runtime
 from ..runtime.images import DEFAULT_BASE_IMAGE
 from .baselines import BaselineOptions, BaselineRun, run_baseline
+from .baselines_repo import run_repo_baseline
 from .compat import grade_compat
 from .controller import Source
 from .judgepool import JudgePool
@@ -36,11 +37,8 @@ def is_repository(task: Task) -> bool:
 
 
 def tiers_for(task: Task) -> tuple[Tier, ...]:
-    """Every tier that can grade `task` at all (the unsafe baselines included). A repository
-    task is graded on T2 only: the baselines model the canary's harness, not SWE-bench's."""
-    if task.config.kind in STRICT_KINDS:
-        return ("t3",)
-    return ("t2",) if is_repository(task) else ("t0", "t1", "t2")
+    """Every tier that can grade `task` at all (the unsafe baselines included)."""
+    return ("t3",) if task.config.kind in STRICT_KINDS else ("t0", "t1", "t2")
 
 
 def pick_tier(task: Task, requested: str | None, unsafe_baseline: bool) -> Tier:
@@ -61,8 +59,7 @@ def pick_tier(task: Task, requested: str | None, unsafe_baseline: bool) -> Tier:
             "which the strict tier never does; grade it on t2 (the default for it)"
         )
     if tier not in tiers_for(task):
-        what = "a repository task (t2 only)" if is_repository(task) else "a strict task"
-        raise UsageError(f"tier {tier} cannot grade {task.id!r}: it is {what}")
+        raise UsageError(f"tier {tier} runs pytest tasks; {task.id!r} is a strict task")
     return tier
 
 
@@ -84,5 +81,8 @@ def run_tier(
         return grade_repository(rt, task, source, image, grading_id), None
     if tier == "t2":
         return grade_compat(rt, task, source, image, grading_id), None
-    run = run_baseline(rt, task, source, image, tier, baseline, grading_id=grading_id)
+    if is_repository(task):
+        run = run_repo_baseline(rt, task, source, image, tier, baseline, grading_id=grading_id)
+    else:
+        run = run_baseline(rt, task, source, image, tier, baseline, grading_id=grading_id)
     return run.verdict, run
