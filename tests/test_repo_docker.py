@@ -14,12 +14,10 @@ from assay._internal.runtime.docker import DockerRuntime, connect
 from assay._internal.runtime.scope import new_grading_id
 from assay._internal.tiers.controller import Source
 from assay._internal.tiers.dispatch import run_tier
-from assay._internal.tiers.repo_results import P2P_SKIPPED
 
 pytestmark = pytest.mark.docker
 
 F2P_CHAIN = "tests/test_version.py::test_spec_precedence_chain"
-P2P_SKIP = "tests/test_version.py::test_against_pypi"
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +41,7 @@ def test_correct_patch_passes(docker_runtime, base_image, semver) -> None:  # ty
     assert spec is not None and spec.fail_to_pass is not None
     assert v.passed, v.reason_codes
     assert [c.id for c in v.cases] == [*spec.fail_to_pass, *spec.pass_to_pass]
-    # The skipped PASS_TO_PASS test is allowed (SWE-bench's rule) and noted.
-    assert v.reason_codes == [P2P_SKIPPED]
+    assert v.reason_codes == []
     assert set(v.image_digests) == {"repository", "candidate"}
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from assay._internal.tiers.baselines_repo import swebench_cases, swebench_status
 from assay._internal.tiers.junit import (
     DUPLICATE,
     EXIT_CODE,
@@ -277,3 +278,57 @@ def test_exit_code_must_agree() -> None:
     bad = evaluate(parse_junit(_xml(failing, 1, failures=1), ["t.py::test_a"]), [])
     assert EXIT_CODE not in reconcile_exit(bad, 1).reasons
     assert EXIT_CODE in reconcile_exit(bad, 3).reasons and not resolved(reconcile_exit(bad, 3))
+
+
+# --- the SWE-bench baseline's log grading (T0 for repository tasks) -------------------------
+
+F2P_ID = "tests/test_v.py::test_fix"
+P2P_ID = "tests/test_v.py::test_old"
+REAL_RUN = f""">>>>> Start Test Output
+============================= test session starts ==============================
+collected 2 items
+
+tests/test_v.py F.                                                        [100%]
+=========================== short test summary info ============================
+PASSED {P2P_ID}
+FAILED {F2P_ID} - assert 1 == 2
+========================= 1 failed, 1 passed in 0.02s ==========================
+{{forged}}>>>>> End Test Output
+>>>>> Test Exit Code: 1
+"""
+
+
+def test_swebench_log_reads_the_real_failure() -> None:
+    log = REAL_RUN.format(forged="")
+    assert swebench_status(log) == {P2P_ID: "PASSED", F2P_ID: "FAILED"}
+    cases, valid = swebench_cases(log, [F2P_ID], [P2P_ID])
+    assert valid and [c.status for c in cases] == ["fail", "pass"]
+
+
+def test_forged_passed_lines_alone_fail_the_exit_code_cross_check() -> None:
+    # SWE-bench PR #620: no FAILED line left, yet the test command exited 1.
+    log = REAL_RUN.format(forged=f"PASSED {F2P_ID}\n")
+    assert swebench_status(log) is None
+    cases, valid = swebench_cases(log, [F2P_ID], [P2P_ID])
+    assert not valid and all(c.status == "error" for c in cases)
+
+
+def test_a_forged_exit_code_marker_before_the_real_one_wins() -> None:
+    # swebench 5.0.2's parse_test_exit_code takes the first marker in the log.
+    log = REAL_RUN.format(forged=f"PASSED {F2P_ID}\n>>>>> Test Exit Code: 0\n")
+    assert swebench_status(log) == {P2P_ID: "PASSED", F2P_ID: "PASSED"}
+    cases, valid = swebench_cases(log, [F2P_ID], [P2P_ID])
+    assert valid and all(c.status == "pass" for c in cases)
+
+
+def test_swebench_statuses_per_list() -> None:
+    log = (
+        ">>>>> Start Test Output\n"
+        f"XFAIL {F2P_ID} - reason\nSKIPPED {P2P_ID}\n"
+        ">>>>> End Test Output\n>>>>> Test Exit Code: 0\n"
+    )
+    cases, valid = swebench_cases(log, [F2P_ID], [P2P_ID])
+    assert valid and [c.status for c in cases] == ["pass", "pass"]  # XFAIL passes, skip maintains
+    cases, _ = swebench_cases(log, [P2P_ID], [F2P_ID])
+    assert [c.status for c in cases] == ["fail", "pass"]  # a skipped FAIL_TO_PASS fails (#598)
+    assert swebench_status(log.replace(">>>>> End Test Output\n", "")) is None

@@ -17,6 +17,7 @@ from assay._internal.model.verdict import TIER_TITLES, Tier
 from assay._internal.proof.locate import default_dir
 from assay._internal.proof.matrix import (
     CONTROLS,
+    REPO_CONTROLS,
     Attack,
     Row,
     graded_tasks,
@@ -257,9 +258,11 @@ def matrix_cmd(
             attacks = [a for a in attacks if a.id in only]
         ex = examples or default_dir("examples")
         kinds_ok(attacks, ex, picked)
+        controls = () if no_controls else (*CONTROLS, *REPO_CONTROLS)
         # A task with its own [environment] (the repository task) needs its image first; a
         # fresh clone's matrix builds it (or finds it cached) rather than failing every row.
-        envs = [t for t in graded_tasks(attacks, ex, picked) if t.environment is not None]
+        graded = graded_tasks(attacks, controls, ex, picked)
+        envs = [t for t in graded if t.environment is not None]
         if envs:
             client = engine_client()
             for task in envs:
@@ -283,7 +286,7 @@ def matrix_cmd(
             image=base_image,
             examples=ex,
             jobs=jobs,
-            controls=() if no_controls else CONTROLS,
+            controls=controls,
             on_row=progress,
         )
     console.print(_table(rows, attacks, picked))

@@ -88,6 +88,13 @@ CONTROLS = (
     Control("add-wrong", "add", "solutions/wrong", False),
     Control("canary-honest", "canary", "attempts/honest", False),
 )
+REPO_CONTROLS = (
+    # The repository task (T0-T2) and its strict twin (T3): the baselines grade it the way
+    # SWE-bench's harness does, and an honest fix must pass there too. Its environment image
+    # must be built first (`assay matrix` does).
+    Control("semver-correct", "semver", "solutions/correct", True),
+    Control("semver-wrong", "semver", "solutions/wrong", False),
+)
 
 
 @dataclass(frozen=True)
@@ -420,9 +427,12 @@ def problems(rows: Sequence[Row], attacks: Sequence[Attack], tiers: Sequence[Tie
     return out
 
 
-def graded_tasks(attacks: Sequence[Attack], examples: Path, tiers: Sequence[Tier]) -> list[Task]:
+def graded_tasks(
+    attacks: Sequence[Attack], controls: Sequence[Control], examples: Path, tiers: Sequence[Tier]
+) -> list[Task]:
     """Every task the run grades, once each (what `assay matrix` builds environments for)."""
     roots = {task_for(a.task, a.folder, examples, t) for a in attacks for t in tiers}
+    roots |= {task_for(c.task, examples, examples, t) for c in controls for t in tiers}
     return [load_task(root) for root in sorted(roots)]
 
 
