@@ -3,6 +3,8 @@
 #   examples/<name>/solutions/correct  must pass   (assay grade exits 0)
 #   examples/<name>/solutions/wrong    must fail   (exits 1)
 #   examples/<name>/attempts/*         must fail   (honest attempts at an unsolvable canary)
+# A submission directory holding agent.sh is source for an agent to build (e.g. the C example):
+# it is graded as `--agent-dir DIR --agent-cmd 'sh /agent/agent.sh'`.
 # Prints a table; exits non-zero if any outcome differs from its expectation.
 set -euo pipefail
 
@@ -31,7 +33,9 @@ grade_one() {
     log="$LOGS/$n.log"
     t0=$EPOCHREALTIME
     rc=0
-    "$ASSAY" grade "$task" --submission "$sub" >"$log" 2>&1 </dev/null || rc=$?
+    local how=(--submission "$sub")
+    [ -f "$sub/agent.sh" ] && how=(--agent-dir "$sub" --agent-cmd "sh /agent/agent.sh")
+    "$ASSAY" grade "$task" "${how[@]}" >"$log" 2>&1 </dev/null || rc=$?
     secs="$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1fs", b - a }')"
     got="$(outcome "$rc")"
     if [ "$got" = "$want" ]; then mark=ok; else mark=MISMATCH; bad+=("$n|$task|${sub#"$task"/}"); fi

@@ -27,8 +27,10 @@ from assay.errors import (
 
 from ..model.envcontext import ENV_REPOSITORY, environment_ref, write_context
 from ..model.task import Task
-from ..runtime.base import LABEL, ROLE_LABEL
+from ..runtime.base import ContainerSpec, RuntimeError_
+from ..runtime.docker import DockerRuntime
 from ..runtime.owner import OWNER_LABEL, this_owner
+from ..runtime.scope import GradingScope, new_grading_id
 from .dockerfile import DockerfileError, base_images
 
 CONTEXT_LABEL = "assay.env.context"
@@ -39,6 +41,7 @@ PROXY_ARGS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_prox
 package mirrors; they do not change the context digest, nor (Docker's rule) the build cache."""
 LOG_TAIL_LINES = 30
 BUILD_TIMEOUT_S = 3600
+CHECK_TIMEOUT_S = 60.0
 PYTHON_CHECK = (
     "import sys; sys.exit(0 if sys.version_info >= (3, 11) else 3)",
     "import sys, pytest; sys.exit(0 if sys.version_info >= (3, 11) else 3)",
@@ -196,10 +199,22 @@ def _build(
             "\n".join(tail),
         )
     # Tagged only once python3 is known to run in it: a tag means a usable environment.
-    _check_runner(client, task, image_id)
+    try:
+        _check_runner(client, task, image_id)
+    except TaskEnvironmentError:
+        _forget(client, image_id)
+        raise
     repo, tag = ref.split(":", 1)
     client.images.get(image_id).tag(repo, tag)
     return image_id
+
+
+def _forget(client: Any, image_id: str) -> None:
+    """Remove an image this build made and refused (untagged, so nothing else names it)."""
+    try:
+        client.images.remove(image_id, noprune=False)
+    except docker.errors.DockerException:
+        pass  # in use or already gone; untagged, it names nothing a grading could use
 
 
 def _follow(
@@ -231,48 +246,35 @@ def _follow(
 _checked: set[tuple[str, bool]] = set()
 
 
+def _python_status(client: Any, image_id: str, code: str) -> int | str | None:
+    """Exit status of `python3 -c code` in the image, hardened and offline like any grading
+    container (through the runtime, the one place containers are made); a string when python3
+    could not be started at all."""
+    rt = DockerRuntime(client=client)
+    try:
+        with GradingScope(rt, f"env-check-{new_grading_id()}") as scope:
+            cid = scope.container(
+                ContainerSpec(image=image_id, grading_id=scope.grading_id, role="env-check")
+            )
+            res = rt.exec(cid, ("python3", "-c", code), deadline_s=CHECK_TIMEOUT_S, output_cap=4096)
+            return res.exit_code
+    except RuntimeError_ as exc:
+        # No python3 (or no shell to keep the container alive) in the image: never usable.
+        return f"cannot start: {str(exc)[:200]}"
+
+
 def _check_runner(client: Any, task: Task, image_id: str) -> None:
-    """Run python3 in the image, offline and unprivileged: assay's runner (or pytest, on the
-    compat tier) must work there, or the task is refused before any grading (fail closed)."""
+    """assay's runner (or pytest, on the compat tier) must work in the image, or the task is
+    refused before any grading (fail closed)."""
     needs_pytest = task.config.kind == "pytest"
     if (image_id, needs_pytest) in _checked:
         return
-    code = PYTHON_CHECK[needs_pytest]
-    labels = {LABEL: f"env-check-{os.getpid()}", ROLE_LABEL: "env-check", OWNER_LABEL: this_owner()}
-    container = None
-    try:
-        container = client.containers.create(
-            image_id,
-            command=["python3", "-c", code],
-            user="1000:1000",
-            network_mode="none",
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            labels=labels,
-            mem_limit=256 * 2**20,
-            pids_limit=64,
-        )
-        container.start()
-        result = container.wait(timeout=120)
-        status = result.get("StatusCode") if isinstance(result, dict) else None
-    except docker.errors.APIError as exc:
-        raise TaskEnvironmentError(
-            _task_path(task), f"cannot run python3 in the environment image: {str(exc)[:300]}"
-        ) from None
-    except requests.exceptions.RequestException as exc:
-        raise InfrastructureError(f"checking the environment image: {type(exc).__name__}") from exc
-    finally:
-        if container is not None:
-            try:
-                container.remove(force=True)
-            except docker.errors.DockerException:
-                pass
+    status = _python_status(client, image_id, PYTHON_CHECK[needs_pytest])
     if status != 0:
         what = "python3 >= 3.11 with pytest" if needs_pytest else "python3 >= 3.11"
         raise TaskEnvironmentError(
             _task_path(task),
-            f"the environment image lacks {what} (exit {status}): assay's in-container "
-            "runner needs it",
+            f"the environment image lacks {what} ({status}): assay's in-container runner needs it",
             fix="install python3 in the Dockerfile (Debian: `apt-get install -y python3`"
             + (" python3-pytest" if needs_pytest else "")
             + "), or start FROM assay-base:latest",

@@ -119,11 +119,8 @@ class Grading:
     def fail(self, code: str, extra: list[str] | None = None) -> Verdict:
         return error_verdict(self.facts(), code, extra or [])
 
-    def take_submission(
-        self, scope: GradingScope, source: Source, seed: bytes | None = None
-    ) -> Submission | Refused:
-        """Run the agent (its workspace holding `seed`, a tar, when given), or read the given
-        path; either way through the firewall."""
+    def take_submission(self, scope: GradingScope, source: Source) -> Submission | Refused:
+        """Run the agent, or read the given path; either way through the firewall."""
         t0 = monotonic()
         if source.agent_cmd is not None:
             if leaks := vcs_history(self.task.inputs_dir):
@@ -133,7 +130,7 @@ class Grading:
                     "read past or future answers from it. Ship a plain export of the tree.",
                 )
             taken, _run = run_agent(
-                scope, self.task, self.task_image, source.agent_cmd, source.agent_dir, seed
+                scope, self.task, self.task_image, source.agent_cmd, source.agent_dir
             )
             self.lap("agent", t0)
         else:

@@ -28,6 +28,7 @@ from ..runtime import (
     Scratch,
 )
 from ..runtime.base import ceilings_hit
+from .seed import seed_workdir
 
 WORKSPACE = "/workspace"
 
@@ -168,15 +169,14 @@ def run_agent(
     image: str,
     agent_cmd: str,
     agent_dir: Path | None,
-    seed: bytes | None = None,
 ) -> tuple[Submission | Refused, AgentRun]:
-    """Run the agent with the inputs at /task and a capped /workspace (holding `seed`, a tar,
-    when given); freeze it; take the workspace out. Pausing first means a background process
-    cannot change the files while they are read."""
+    """Run the agent with the inputs at /task and a capped /workspace; freeze it; take the
+    workspace out. Pausing first means a background process cannot change the files
+    while they are read."""
     rt = scope.runtime
     cid = scope.container(agent_spec(task, scope, image, agent_dir))
-    if seed is not None:
-        rt.put_archive(cid, task.workdir, seed)
+    if task.environment is not None:
+        seed_workdir(scope, task, image, cid)
     res = rt.exec(
         cid,
         ("sh", "-c", agent_cmd),

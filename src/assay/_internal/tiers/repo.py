@@ -34,7 +34,7 @@ from .junit import parse_junit
 from .repo_patch import FilePatch, PatchError, parse_patch
 from .repo_policy import check_changes
 from .repo_results import evaluate, reconcile_exit
-from .repo_tree import PathConflict, changed_paths, compose, pack, read_pristine
+from .repo_tree import PathConflict, changed_paths, compose, read_pristine
 
 OUT_BYTES = 8 << 20
 CANDIDATE_ENV = "ASSAY_CANDIDATE_DIR"
@@ -88,9 +88,8 @@ def grade_repository(
         if isinstance(pristine, Refused):
             return g.fail(pristine.reason)
 
-        # The agent starts from the repository, owned by its user, at the workdir.
-        seed = pack(pristine) if source.agent_cmd is not None else None
-        taken = g.take_submission(scope, source, seed)
+        # The agent starts from the repository as the image has it at the workdir (`seed`).
+        taken = g.take_submission(scope, source)
         if isinstance(taken, Refused):
             return g.fail(taken.reason)
         refusal = check_changes(changed_paths(pristine, taken.files), spec.test_dirs)
