@@ -3,14 +3,18 @@ FAIL_TO_PASS / PASS_TO_PASS rules over real and hand-written JUnit reports."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from e2e import EXAMPLES
 
+from assay._internal.model.task import load_task
 from assay._internal.tiers.baselines_repo import swebench_cases, swebench_status
+from assay._internal.tiers.compat_prep import INCONTAINER_COMPAT
 from assay._internal.tiers.junit import (
     DUPLICATE,
     EXIT_CODE,
@@ -20,6 +24,7 @@ from assay._internal.tiers.junit import (
     SURPLUS,
     parse_junit,
 )
+from assay._internal.tiers.repo import load_test_patch
 from assay._internal.tiers.repo_patch import (
     MAX_PATCH_BYTES,
     PatchError,
@@ -29,6 +34,8 @@ from assay._internal.tiers.repo_patch import (
 )
 from assay._internal.tiers.repo_policy import check_changes, is_cache, refusal_for
 from assay._internal.tiers.repo_results import P2P_SKIPPED, evaluate, reconcile_exit, resolved
+from assay._internal.tiers.repo_tree import PathConflict, changed_paths, compose
+from assay.errors import TaskError
 
 TESTS = ("tests",)
 
@@ -332,3 +339,91 @@ def test_swebench_statuses_per_list() -> None:
     cases, _ = swebench_cases(log, [P2P_ID], [F2P_ID])
     assert [c.status for c in cases] == ["fail", "pass"]  # a skipped FAIL_TO_PASS fails (#598)
     assert swebench_status(log.replace(">>>>> End Test Output\n", "")) is None
+
+
+# --- the repository task's config and the host-side trees -----------------------------------
+
+SEMVER = EXAMPLES / "semver-pytest"
+
+
+def _toml_with(tmp_path: Path, old: str, new: str) -> Path:
+    root = tmp_path / "semver-pytest"
+    shutil.copytree(SEMVER, root)
+    toml = root / "task.toml"
+    text = toml.read_text()
+    assert old in text
+    toml.write_text(text.replace(old, new))
+    return root
+
+
+def test_the_example_is_a_repository_task() -> None:
+    task = load_task(SEMVER)
+    spec = task.config.pytest
+    assert spec is not None and spec.is_repository and spec.test_dirs == ["tests"]
+    assert task.workdir == "/workspace"
+    assert touched_paths(load_test_patch(task)) == ("tests/test_version.py",)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('test_patch = "test_patch.diff"\n', "", "needs test_patch"),
+        ('test_patch = "test_patch.diff"', 'test_patch = "nope.diff"', "does not exist under judge"),
+        ("fail_to_pass = [", 'tests = ["tests/test_version.py::test_parse_core"]\nfail_to_pass = [',
+         "not tests/truth"),
+        ('    "tests/test_version.py::test_parse_core",\n',
+         '    "tests/test_version.py::test_parse_core",\n'
+         '    "tests/test_version.py::test_spec_precedence_chain",\n', "both"),
+        ("[pytest]\n", '[pytest]\ntest_dirs = ["../x"]\n', "not a relative path"),
+    ],
+)  # fmt: skip
+def test_bad_repository_config_is_a_task_error(
+    tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    with pytest.raises(TaskError, match=message):
+        load_task(_toml_with(tmp_path, old, new))
+
+
+def test_a_test_patch_that_is_not_a_patch_is_a_task_error(tmp_path: Path) -> None:
+    root = _toml_with(tmp_path, "id =", "id =")
+    (root / "judge/test_patch.diff").write_text("not a patch\n")
+    with pytest.raises(TaskError, match="test patch"):
+        load_test_patch(load_task(root))
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_changed_paths_are_the_new_and_the_different(tmp_path: Path) -> None:
+    pristine = _tree(tmp_path / "p", {"a.py": "a\n", "pkg/b.py": "b\n", "c.py": "c\n"})
+    sub = _tree(tmp_path / "s", {"a.py": "a\n", "pkg/b.py": "B\n", "new.py": "n\n",
+                                 "pkg/__pycache__/b.cpython-311.pyc": "x"})  # fmt: skip
+    assert changed_paths(pristine, sub) == ["new.py", "pkg/b.py"]
+
+
+def test_compose_resets_what_the_test_patch_touches(tmp_path: Path) -> None:
+    pristine = _tree(tmp_path / "p", {"lib.py": "old\n", "tests/test_a.py": ORIGINAL})
+    # The submission rewrote the test file and pre-created the file the patch adds.
+    sub = _tree(tmp_path / "s", {"lib.py": "new\n", "tests/test_a.py": "def test_one(): pass\n",
+                                 "tests/new.py": "forged\n"})  # fmt: skip
+    task = load_task(SEMVER)
+    dest = tmp_path / "out"
+    dest.mkdir()
+    tree = compose(dest, pristine, sub, parse_patch(PATCH), task)
+    assert (tree / "lib.py").read_text() == "new\n"
+    assert (tree / "tests/test_a.py").read_text().startswith("import a\nimport b\n")
+    assert (tree / "tests/new.py").read_text() == "x = 1\ny = 2\n"
+    assert (tree / "conftest.py").read_bytes() == (INCONTAINER_COMPAT / "conftest.py").read_bytes()
+
+
+def test_compose_refuses_a_file_where_the_repository_has_a_directory(tmp_path: Path) -> None:
+    pristine = _tree(tmp_path / "p", {"pkg/a.py": "a\n"})
+    sub = _tree(tmp_path / "s", {"pkg": "a file now\n"})
+    dest = tmp_path / "out"
+    dest.mkdir()
+    with pytest.raises(PathConflict):
+        compose(dest, pristine, sub, parse_patch(PATCH), load_task(SEMVER))
