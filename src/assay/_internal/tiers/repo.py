@@ -88,7 +88,7 @@ def grade_repository(
         if isinstance(pristine, Refused):
             return g.fail(pristine.reason)
 
-        # The agent starts from the repository as the image has it at the workdir (`seed`).
+        # The agent starts from the repository as the image has it at the workdir (tiers.seed).
         taken = g.take_submission(scope, source)
         if isinstance(taken, Refused):
             return g.fail(taken.reason)
