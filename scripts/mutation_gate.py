@@ -325,6 +325,25 @@ MUTATIONS: tuple[Mutation, ...] = (
             "tests/test_judge_report.py::test_printable_escapes_what_could_steer_a_terminal",
         ),
     ),
+    Mutation(
+        "repo-policy-conftest",
+        "a repository task's path policy refusing a changed conftest.py",
+        "src/assay/_internal/tiers/repo_policy.py",
+        '    if "conftest.py" in parts:\n',
+        "    if False:\n",
+        (
+            "tests/test_repo_unit.py::test_policy_refuses_naming_the_rule",
+            "tests/test_repo_docker.py::test_conftest_submission_fails_naming_the_rule",
+        ),
+    ),
+    Mutation(
+        "repo-f2p-skip",
+        "a skipped FAIL_TO_PASS test failing (only PASS_TO_PASS may skip)",
+        "src/assay/_internal/tiers/repo_results.py",
+        "if case.reason == SKIPPED and case.id in maintained:",
+        "if case.reason == SKIPPED:",
+        ("tests/test_repo_unit.py::test_swebench_semantics",),
+    ),
 )
 
 

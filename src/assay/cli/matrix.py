@@ -12,13 +12,16 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from assay._internal.environment import ensure_environment
 from assay._internal.model.atomic import atomic_write
 from assay._internal.model.verdict import TIER_TITLES, Tier
 from assay._internal.proof.locate import default_dir
 from assay._internal.proof.matrix import (
     CONTROLS,
+    REPO_CONTROLS,
     Attack,
     Row,
+    graded_tasks,
     kinds_ok,
     load_corpus,
     problems,
@@ -26,7 +29,7 @@ from assay._internal.proof.matrix import (
 )
 from assay._internal.report.page import render
 from assay._internal.runtime import Runtime
-from assay._internal.runtime.engine import docker_runtime
+from assay._internal.runtime.engine import docker_runtime, engine_client
 from assay._internal.tiers.dispatch import TIERS
 from assay.errors import UsageError
 
@@ -107,7 +110,8 @@ def render_markdown(
         "",
         "The last two columns name the kind of reason a blocked attack's verdict gave, by the",
         "namespace of its reason codes, most telling first: `inputs` (the tier refused to run",
-        "the agent on inputs that would leak the answer), `firewall` (the archive firewall",
+        "the agent on inputs that would leak the answer), `policy` (a repository task's path",
+        "policy refused a changed path), `firewall` (the archive firewall",
         "refused an artifact), `limit` (a ceiling or deadline), `candidate` (the candidate's",
         "process crashed or returned no valid output), `junit` (T2's report accounting: a test",
         "failed, errored, was skipped or is missing), `pytest` (exit code disagreed), `compare`",
@@ -298,6 +302,15 @@ def matrix_cmd(
             attacks = [a for a in attacks if a.id in only]
         ex = examples or default_dir("examples")
         kinds_ok(attacks, ex, picked)
+        controls = () if no_controls else (*CONTROLS, *REPO_CONTROLS)
+        # A task with its own [environment] (the repository task) needs its image first; a
+        # fresh clone's matrix builds it (or finds it cached) rather than failing every row.
+        graded = graded_tasks(attacks, controls, ex, picked)
+        envs = [t for t in graded if t.environment is not None]
+        if envs:
+            client = engine_client()
+            for task in envs:
+                ensure_environment(client, task)
 
         def factory() -> Runtime:
             return docker_runtime(oci_runtime)
@@ -317,7 +330,7 @@ def matrix_cmd(
             image=base_image,
             examples=ex,
             jobs=jobs,
-            controls=() if no_controls else CONTROLS,
+            controls=controls,
             on_row=progress,
         )
     console.print(_table(rows, attacks, picked))

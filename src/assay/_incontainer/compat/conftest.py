@@ -26,7 +26,9 @@ from typing import Any
 
 import pytest
 
-CANDIDATE = "/candidate"
+# A repository task's code under test is the repository itself, at the environment's workdir,
+# which pytest has already put first on sys.path as the rootdir of this conftest.
+CANDIDATE = os.environ.get("ASSAY_CANDIDATE_DIR") or "/candidate"
 # Names that must never resolve into /candidate, even where the image lacks the real module.
 RESERVED = frozenset(sys.stdlib_module_names) | {
     "pytest",
@@ -55,14 +57,15 @@ class _ReservedFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
-if os.path.isdir(CANDIDATE) and CANDIDATE not in sys.path:
+if os.path.isdir(CANDIDATE):
     # Just before the path finder: builtin and frozen modules still resolve first.
     _at = next(
         (i for i, f in enumerate(sys.meta_path) if f is importlib.machinery.PathFinder),
         len(sys.meta_path),
     )
     sys.meta_path.insert(_at, _ReservedFinder())
-    sys.path.append(CANDIDATE)
+    if CANDIDATE not in sys.path:
+        sys.path.append(CANDIDATE)
 
 
 class _Stub:

@@ -78,6 +78,36 @@ class JudgeSpec(_Strict):
 class PytestSpec(_Strict):
     tests: list[str] | None = None
     truth: str | None = None
+    # A repository task (docs/tasks.md, "Repository tasks"): the code under test is the
+    # repository at the environment's workdir, graded with SWE-bench's lists.
+    fail_to_pass: list[str] | None = None
+    pass_to_pass: list[str] = Field(default_factory=list)
+    test_patch: str | None = None
+    test_dirs: list[str] = Field(default_factory=lambda: ["tests"], min_length=1)
+
+    @property
+    def is_repository(self) -> bool:
+        return self.fail_to_pass is not None
+
+    @model_validator(mode="after")
+    def _repository(self) -> PytestSpec:
+        if not self.is_repository:
+            if self.test_patch is not None or self.pass_to_pass:
+                raise ValueError("test_patch and pass_to_pass need fail_to_pass")
+            return self
+        if self.test_patch is None:
+            raise ValueError("a repository task (fail_to_pass) needs test_patch")
+        if self.tests is not None or self.truth is not None:
+            raise ValueError("a repository task takes fail_to_pass/pass_to_pass, not tests/truth")
+        if not self.fail_to_pass:
+            raise ValueError("fail_to_pass must name at least one test")
+        if set(self.fail_to_pass) & set(self.pass_to_pass):
+            raise ValueError("a test cannot be in both fail_to_pass and pass_to_pass")
+        for d in self.test_dirs:
+            parts = d.strip("/").split("/")
+            if d.startswith("/") or any(p in ("", ".", "..") for p in parts):
+                raise ValueError(f"test_dirs entry {d!r} is not a relative path")
+        return self
 
 
 HARBOR_TEST = "tests/test.sh"
@@ -251,7 +281,7 @@ def load_task(path: Path | str) -> Task:
         [config.judge.cases, config.judge.generator, config.judge.custom] if config.judge else []
     )
     if config.pytest:
-        judge_files.append(config.pytest.truth)
+        judge_files += [config.pytest.truth, config.pytest.test_patch]
     if config.environment is not None and config.environment.dockerfile is not None:
         _check_dockerfile_file(root, toml_path, config.environment.dockerfile)
     for rel in filter(None, judge_files):

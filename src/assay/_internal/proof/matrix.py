@@ -54,7 +54,9 @@ NETWORK_CLASS = "V13"  # the only class for which T0 shares the host's network
 EXCLUSIVE_CLASS = "V11"  # resource exhaustion: one at a time, so it cannot starve other jobs
 LISTENER_CAP = 1 << 20
 # Which reason namespace best says what stopped an attack, when a verdict carries several.
-_STOP_ORDER = ("firewall", "limit", "candidate", "junit", "pytest", "compare", "judge", "cases")
+_STOP_ORDER = (
+    "policy", "firewall", "limit", "candidate", "junit", "pytest", "compare", "judge", "cases",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,13 @@ CONTROLS = (
     Control("add-correct", "add", "solutions/correct", True),
     Control("add-wrong", "add", "solutions/wrong", False),
     Control("canary-honest", "canary", "attempts/honest", False),
+)
+REPO_CONTROLS = (
+    # The repository task (T0-T2) and its strict twin (T3): the baselines grade it the way
+    # SWE-bench's harness does, and an honest fix must pass there too. Its environment image
+    # must be built first (`assay matrix` does).
+    Control("semver-correct", "semver", "solutions/correct", True),
+    Control("semver-wrong", "semver", "solutions/wrong", False),
 )
 
 
@@ -416,6 +425,15 @@ def problems(rows: Sequence[Row], attacks: Sequence[Attack], tiers: Sequence[Tie
             if "exploit" not in live and a.aims != "strict":
                 out.append(f"attack {a.id} is an exploit on neither T0 nor T1: a dud")
     return out
+
+
+def graded_tasks(
+    attacks: Sequence[Attack], controls: Sequence[Control], examples: Path, tiers: Sequence[Tier]
+) -> list[Task]:
+    """Every task the run grades, once each (what `assay matrix` builds environments for)."""
+    roots = {task_for(a.task, a.folder, examples, t) for a in attacks for t in tiers}
+    roots |= {task_for(c.task, examples, examples, t) for c in controls for t in tiers}
+    return [load_task(root) for root in sorted(roots)]
 
 
 def kinds_ok(attacks: Sequence[Attack], examples: Path, tiers: Sequence[Tier]) -> None:

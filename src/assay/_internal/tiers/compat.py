@@ -14,6 +14,7 @@ what that leaves open. Nothing here pretends otherwise.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from time import monotonic
 
@@ -56,7 +57,10 @@ OUT_BYTES = 8 << 20
 NO_REPORT = "junit:no-report"
 VERIFY_ARGV = (*PYTEST_ARGV, f"--junitxml=/out/{REPORT}", "/judge/tests")
 
-__all__ = ["INCONTAINER_COMPAT", "VERIFY_ARGV", "grade_compat", "verify_spec"]
+__all__ = [
+    "INCONTAINER_COMPAT", "REPORT_BYTES", "VERIFY_ARGV", "grade_compat", "run_verification",
+    "verify_spec",
+]  # fmt: skip
 
 
 def verify_spec(task: Task, image: str, gid: str, files: Path, state: Path | None) -> ContainerSpec:
@@ -102,15 +106,31 @@ def grade_compat(
 def _verify(
     scope: GradingScope, task: Task, image: str, submission: Submission, prepared: Prepared
 ) -> tuple[list[CaseResult], list[str]]:
-    rt = scope.runtime
     ids = prepared.expected_ids
-    cid = scope.container(
-        verify_spec(task, image, scope.grading_id, submission.files, prepared.state)
-    )
+    spec = verify_spec(task, image, scope.grading_id, submission.files, prepared.state)
+    return run_verification(
+        scope, task, spec, VERIFY_ARGV, PYTEST_ENV, ids,
+        lambda raw, code: reconcile(parse_junit(raw, ids, max_bytes=REPORT_BYTES), code),
+    )  # fmt: skip
+
+
+def run_verification(
+    scope: GradingScope,
+    task: Task,
+    spec: ContainerSpec,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    ids: Sequence[str],
+    judge: Callable[[bytes, int | None], JUnitOutcome],
+) -> tuple[list[CaseResult], list[str]]:
+    """Run pytest in a fresh container from `spec`, freeze it, read the JUnit report through
+    the firewall and let `judge` turn its bytes and pytest's exit code into cases."""
+    rt = scope.runtime
+    cid = scope.container(spec)
     # Not captured: the verdict never depends on console output, and a flood has nowhere to go.
     run = rt.exec(
-        cid, VERIFY_ARGV, deadline_s=task.config.limits.total_timeout, output_cap=0,
-        env=PYTEST_ENV, workdir="/tmp", capture=False,
+        cid, tuple(argv), deadline_s=task.config.limits.total_timeout, output_cap=0,
+        env=dict(env), workdir="/tmp", capture=False,
     )  # fmt: skip
     limits = [f"limit:{c}" for c in reversed(ceilings_hit(rt, cid))]
     if run.exited:
@@ -137,7 +157,7 @@ def _verify(
         outcome = reconcile(JUnitOutcome((), (raw,)), run.exit_code)
         errors = [CaseResult(id=i, status="error", duration_s=0.0) for i in ids]
         return errors, [*outcome.reasons, *limits]
-    outcome = reconcile(parse_junit(raw, ids, max_bytes=REPORT_BYTES), run.exit_code)
+    outcome = judge(raw, run.exit_code)
     cases = [CaseResult(id=c.id, status=c.status, duration_s=c.duration_s) for c in outcome.cases]
     return cases, [*outcome.reasons, *limits]
 

@@ -15,10 +15,12 @@ from ..model.verdict import UNSAFE_TIERS, Tier, Verdict
 from ..runtime import Runtime
 from ..runtime.images import DEFAULT_BASE_IMAGE
 from .baselines import BaselineOptions, BaselineRun, run_baseline
+from .baselines_repo import run_repo_baseline
 from .compat import grade_compat
 from .controller import Source
 from .harbor import grade_harbor
 from .judgepool import JudgePool
+from .repo import grade_repository
 from .strict import grade_strict
 
 ALL_TIERS: tuple[Tier, ...] = get_args(Tier)
@@ -35,6 +37,10 @@ def default_tier(task: Task) -> Tier:
     if task.config.kind == "harbor":
         return "harbor"
     return "t3" if task.config.kind in STRICT_KINDS else "t2"
+
+
+def is_repository(task: Task) -> bool:
+    return task.config.pytest is not None and task.config.pytest.is_repository
 
 
 def tiers_for(task: Task) -> tuple[Tier, ...]:
@@ -83,10 +89,15 @@ def run_tier(
     """Grade on `tier` (already picked); a baseline also returns what it observed."""
     if tier == "t3":
         return grade_strict(rt, task, source, image, grading_id, judges=judges), None
+    if tier == "t2" and is_repository(task):
+        return grade_repository(rt, task, source, image, grading_id), None
     if tier == "t2":
         return grade_compat(rt, task, source, image, grading_id), None
     if tier == "harbor" or task.config.kind == "harbor":
         shared = tier == "t0"  # the naive baseline: Harbor's shared mode
         return grade_harbor(rt, task, source, image, grading_id, shared=shared), None
-    run = run_baseline(rt, task, source, image, tier, baseline, grading_id=grading_id)
+    if is_repository(task):
+        run = run_repo_baseline(rt, task, source, image, tier, baseline, grading_id=grading_id)
+    else:
+        run = run_baseline(rt, task, source, image, tier, baseline, grading_id=grading_id)
     return run.verdict, run

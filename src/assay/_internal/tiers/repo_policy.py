@@ -1,0 +1,87 @@
+"""What a repository task's submission may not change (docs/tasks.md, "Repository tasks").
+
+A pure function over the paths a submission changes (relative POSIX paths inside the
+repository, as the firewall normalised them). Each refusal names its rule, and the grading fails
+with `policy:<rule>`; nothing here ever resets a file behind the submission's back, so the tree
+that is graded is always the one that was submitted.
+
+The rules close the doors through which a patch reaches the test process without being code
+under test: pytest loads every `conftest.py` on the way to a test file (SWE-bench #631: a
+conftest-only patch scored resolved), reads its configuration from four files, imports the test
+directories, and Python's start-up runs `*.pth` files and `sitecustomize`/`usercustomize`.
+Caches a test run leaves behind (`__pycache__/`, `*.pyc`, `.pytest_cache/`) are not part of a
+submission at all: `is_cache` drops them before the policy looks (an honest agent that ran the
+tests leaves them; a `.pyc` whose recorded size and mtime match its source would be imported
+instead of it). A top-level module named like the standard library or pytest would
+shadow it, since pytest puts the repository root first on `sys.path`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+TEST_CONFIG_FILES = frozenset({"pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"})
+STARTUP_MODULES = frozenset({"sitecustomize", "usercustomize"})
+RESERVED_TOP_LEVEL = frozenset(sys.stdlib_module_names) | {
+    "pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "conftest",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PolicyRefusal:
+    rule: str
+    """The reason code the verdict carries: `policy:<rule>`."""
+    path: str
+
+    @property
+    def code(self) -> str:
+        return f"policy:{self.rule}"
+
+
+_MODULE_EXT = (".py", ".so", ".pyc")
+
+
+def _module_name(component: str) -> str:
+    return component.split(".", 1)[0] if component.endswith(_MODULE_EXT) else component
+
+
+def refusal_for(path: str, test_dirs: Sequence[str]) -> PolicyRefusal | None:
+    """The first rule `path` breaks, or None. Rules are checked in a fixed order so the same
+    path always names the same rule."""
+    parts = tuple(path.split("/"))
+    name = parts[-1]
+    if "conftest.py" in parts:
+        return PolicyRefusal("conftest", path)
+    if name in TEST_CONFIG_FILES:
+        return PolicyRefusal("test-config", path)
+    for test_dir in test_dirs:
+        prefix = tuple(test_dir.strip("/").split("/"))
+        if parts[: len(prefix)] == prefix:
+            return PolicyRefusal("test-dir", path)
+    if name.endswith(".pth"):
+        return PolicyRefusal("pth", path)
+    if any(_module_name(p) in STARTUP_MODULES for p in parts):
+        return PolicyRefusal("startup-module", path)
+    if len(parts) > 1:
+        top = parts[0]
+    else:
+        top = name.split(".", 1)[0] if name.endswith(_MODULE_EXT) else ""
+    if top in RESERVED_TOP_LEVEL:
+        return PolicyRefusal("shadow-module", path)
+    return None
+
+
+def is_cache(path: str) -> bool:
+    """Bytecode and pytest's cache: dropped from a submission, never graded."""
+    parts = path.split("/")
+    return "__pycache__" in parts or parts[0] == ".pytest_cache" or path.endswith((".pyc", ".pyo"))
+
+
+def check_changes(changed: Iterable[str], test_dirs: Sequence[str]) -> PolicyRefusal | None:
+    """The first refusal among the changed paths, in sorted order, or None if all may change."""
+    for path in sorted(changed):
+        if (refusal := refusal_for(path, test_dirs)) is not None:
+            return refusal
+    return None
