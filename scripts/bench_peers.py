@@ -13,6 +13,7 @@ drift on a shared machine hits them all alike. Contenders:
   assay-t2     assay's compat tier on a pytest task made from the problem's `check`
   assay-t3     assay's strict tier on the imported task (`assay grade-many`'s engine: signed
                verdicts, atomic writes, judge pool)
+  assay-t3-exec  (only if named in --only) T3 with a new interpreter per case, as before issue 17
   floor        `docker run --rm IMAGE true`, one per sample (through assay's Runtime, as
                `assay bench` measures it): the bare container
 
@@ -27,6 +28,7 @@ import io
 import json
 import os
 import resource
+import signal
 import statistics
 import sys
 import tempfile
@@ -48,6 +50,7 @@ from assay._internal.batch.run import drain
 from assay._internal.proof.bench import measure_floor
 from assay._internal.runtime import Runtime
 from assay._internal.runtime.engine import docker_runtime
+from assay._internal.tiers import strict
 
 LABEL = "assay.bench-peers"
 IMAGE = os.environ.get("ASSAY_BASE_IMAGE", "assay-base:latest")
@@ -147,8 +150,13 @@ def floor_one(rt: Runtime) -> Callable[[str, dict[str, Any], Path], bool]:
     return one
 
 
-def assay_tier(grader: assay.Grader, root: Path, jobs: int, t2: bool) -> Grade:
+def assay_tier(
+    grader: assay.Grader, root: Path, jobs: int, t2: bool, spawn: str = strict.SPAWN
+) -> Grade:
+    """`spawn`: how the runner starts a function case; "exec" is how it did before issue 17."""
+
     def run(chunk: list[tuple[str, dict[str, Any], Path]]) -> list[tuple[bool, float]]:
+        strict.SPAWN = spawn  # contenders run one after another, never at once
         joblist = []
         for pid, _p, task in chunk:
             n = pid.split("/")[1]
@@ -171,7 +179,12 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _stop(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt  # so the clean-up below runs on SIGTERM too
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, _stop)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=Path, required=True)
     ap.add_argument("--limit", type=int)
@@ -194,10 +207,12 @@ def main() -> int:
             "llm-sandbox": pooled(a.jobs, llm_sandbox_one),
             "assay-t2": assay_tier(grader, root, a.jobs, t2=True),
             "assay-t3": assay_tier(grader, root, a.jobs, t2=False),
+            # Only with --only: T3 with a new interpreter per case, as before issue 17.
+            "assay-t3-exec": assay_tier(grader, root, a.jobs, t2=False, spawn="exec"),
             "floor": pooled(a.jobs, floor_one(rt)),
         }
-        if a.only:
-            contenders = {k: v for k, v in contenders.items() if k in a.only}
+        wanted = a.only or [k for k in contenders if k != "assay-t3-exec"]
+        contenders = {k: v for k, v in contenders.items() if k in wanted}
         names = list(contenders)
         wall = dict.fromkeys(names, 0.0)
         per: dict[str, list[float]] = {k: [] for k in names}
