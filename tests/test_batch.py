@@ -60,7 +60,9 @@ def _verdict(task: Task, gid: str, passed: bool, submission: str | None = None) 
     )
     status = "pass" if passed else "fail"
     cases = [CaseResult(id=f"c{i}", status=status, duration_s=0.0) for i in range(3)]
-    return build_verdict(facts, cases, 3, [] if passed else ["compare:mismatch"])
+    # Every fake grading borrowed a reused judge: a note, which never joins a failure's reasons.
+    notes = ["note:judge-reused"]
+    return build_verdict(facts, cases, 3, notes if passed else [*notes, "compare:mismatch"])
 
 
 class FakeGrader:
@@ -222,6 +224,7 @@ def test_batch_writes_one_verifying_verdict_per_job_and_a_summary(
     assert summary["pass_rate"] == pytest.approx(2 / 5)
     assert summary["complete"] is False
     assert summary["failures"] == [{"id": "s2-bad", "reasons": ["compare:mismatch"]}]
+    assert summary["notes"] == {"note:judge-reused": 3}
     errors = {e["id"]: e["error"] for e in summary["error_details"]}
     assert "engine refused" in errors["s4-boom"]
     assert errors["s5-bug"].startswith("internal: ZeroDivisionError")

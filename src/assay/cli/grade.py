@@ -46,6 +46,8 @@ def _summary(console: Console, v: assay.Verdict, out: Path) -> None:
         console.print(f"  {c.status:8} {c.id}  ({c.duration_s:.3f}s)", markup=False)
     if v.reason_codes:
         console.print("  reasons: " + ", ".join(v.reason_codes), markup=False)
+    if v.notes:
+        console.print("  notes: " + ", ".join(v.notes), markup=False)
     console.print(f"  signed verdict: {out}", markup=False)
 
 

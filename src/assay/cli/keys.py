@@ -88,6 +88,8 @@ def _summary(verdict: assay.Verdict, kid: str, key_path: Path) -> list[Text]:
     ]
     if verdict.reason_codes:
         lines.append(Text(f"  reasons: {', '.join(verdict.reason_codes)}", style="yellow"))
+    if verdict.notes:
+        lines.append(Text(f"  notes: {', '.join(verdict.notes)}"))
     not_passed = [case for case in verdict.cases if case.status != "pass"]
     for case in not_passed[:10]:
         lines.append(Text(f"  {case.status:<7} {case.id}"))

