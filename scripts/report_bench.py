@@ -63,7 +63,10 @@ def synthesize(out: Path, n: int, key_dir: Path) -> Path:
                            duration_s=0.01 * c)
                 for c in range(3)
             ]  # fmt: skip
-            v = build_verdict(facts, cases, 3, ["compare:mismatch"] if failing else [])
+            codes = (["compare:mismatch"] if failing else []) + (
+                ["note:judge-reused"] if i % 4 == 0 else []
+            )
+            v = build_verdict(facts, cases, 3, codes)
         (out / f"{job}{ENVELOPE_SUFFIX}").write_bytes(sign_verdict(v, key))
         if failing and v.cases:
             d = Diagnostics(grading_id=gid, cases=[CaseDiagnostic(

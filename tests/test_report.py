@@ -72,6 +72,16 @@ def test_a_tampered_or_foreign_verdict_is_shown_as_invalid_never_as_a_verdict(
                and r.id != "sub-00001")  # fmt: skip
 
 
+def test_notes_are_shown_apart_from_the_reasons(batch: tuple[Path, Path]) -> None:
+    out, pub = batch
+    recs = {r.id: r.as_json() for r in collect(out, load_public_key(pub))}
+    noted = recs["sub-00004"]  # every 4th job's judge was reused; the 3rd+1 fail
+    assert noted["notes"] == ["note:judge-reused"]
+    assert noted["reasons"] == ["compare:mismatch"]
+    assert recs["sub-00000"]["notes"] == ["note:judge-reused"] and recs["sub-00000"]["reasons"] == []
+    assert recs["sub-00002"]["notes"] == []
+
+
 def test_diagnostics_of_another_grading_are_not_shown(batch: tuple[Path, Path]) -> None:
     out, pub = batch
     stale = Diagnostics(grading_id="g-other", cases=[CaseDiagnostic(

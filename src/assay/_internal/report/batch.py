@@ -22,7 +22,7 @@ def _visible(rec: dict[str, Any]) -> dict[str, Any]:
 
 def batch_data(records: Sequence[Record], source: str, key_note: str) -> dict[str, Any]:
     rows = [_visible(r.as_json()) for r in records]
-    codes = sorted({c for r in rows for c in r.get("reasons", [])})
+    codes = sorted({c for r in rows for c in [*r.get("reasons", []), *r.get("notes", [])]})
     when = datetime.now(UTC).isoformat(timespec="seconds")
     return {
         "kind": "batch",

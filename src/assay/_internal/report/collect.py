@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from ..batch.journal import DIAGNOSTICS_SUFFIX, ENVELOPE_SUFFIX, SUMMARY
 from ..model import diagnostics as diag
 from ..model.strict_json import StrictJSONError, loads_strict
-from ..model.verdict import TIER_TITLES, Verdict
+from ..model.verdict import TIER_TITLES, Verdict, is_failing_reason
 from ..signing.dsse import MAX_ENVELOPE_BYTES
 from ..signing.sign import VerificationError, unverified_verdict, verify_envelope
 
@@ -58,7 +58,11 @@ class Record:
             cases=[[c.id, c.status, c.duration_s] for c in v.cases],
             nPass=n_pass,
             nCases=v.expected_case_count,
-            reasons=list(v.reason_codes),
+            # a verdict signed before notes had their own field carries them among its codes
+            reasons=[c for c in v.reason_codes if is_failing_reason(c)],
+            notes=list(
+                dict.fromkeys([*v.notes, *(c for c in v.reason_codes if not is_failing_reason(c))])
+            ),
             events=[r for r in v.reason_codes if r.partition(":")[0] in EVENT_NAMESPACES],
             timings=list(v.timings.items()),
             gid=v.grading_id,

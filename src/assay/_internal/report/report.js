@@ -147,6 +147,11 @@
       rs.appendChild(t);
     }
     add(main, rs);
+    if ((r.notes || []).length) {
+      const t = add(el('table'), head(['note', 'what it means']), el('tbody'));
+      for (const c of r.notes) t.lastChild.appendChild(row([{ text: c, cls: 'mono' }, explain(c)]));
+      add(main, add(el('section'), el('h2', '', 'Notes (informational, never a reason to fail)'), t));
+    }
     const ev = add(el('section'), el('h2', '', 'Limit and firewall events'));
     if (!r.events.length) ev.appendChild(el('p', '', 'none'));
     for (const c of r.events) ev.appendChild(el('p', 'mono', c + ' \u2014 ' + explain(c)));
