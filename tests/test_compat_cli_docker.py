@@ -52,8 +52,9 @@ def test_baselines_need_the_flag_warn_and_grade(tier: str, tmp_path: Path) -> No
     sub = str(task / "solutions/correct")
     refused = assay("grade", str(task), "--tier", tier, "--submission", sub, tmp=tmp_path)
     assert refused.exit_code == 2 and "--unsafe-baseline" in refused.stderr
-    g = assay("grade", str(task), "--tier", tier, "--unsafe-baseline", "--submission", sub,
-              tmp=tmp_path)
+    g = assay(
+        "grade", str(task), "--tier", tier, "--unsafe-baseline", "--submission", sub, tmp=tmp_path
+    )
     assert g.exit_code == 0, g.stderr
     assert "UNSAFE baseline" in g.stderr
     assert g.verdict is not None and g.verdict["tier"] == tier
