@@ -160,7 +160,8 @@ def grade_many_cmd(
     )
     if result.recovered_containers:
         err.print(
-            f"removed {result.recovered_containers} container(s)/volume(s) left by a killed run"
+            f"removed {result.recovered_containers} container(s)/volume(s) left by a killed "
+            "run or a lost node"
         )
     if result.interrupted:
         err.print("interrupted: finished verdicts are kept; rerun the same command to resume")
