@@ -194,5 +194,5 @@ def test_a_node_without_the_image_names_itself_and_the_fix(
     assert summary["errors"] == len(expect) and summary["not_run"] == 0
     for err in summary["error_details"]:
         assert "on node " in err["error"] and "no-such-tag-for-ray-test" in err["error"]
-    assert "fix: on node " in proc.stderr or "on node " in proc.stderr
+        assert "(fix, on that node: run `bash scripts/setup.sh`" in err["error"]
     assert not list((tmp_path / "out").glob("*.dsse.json"))

@@ -121,3 +121,13 @@ def test_a_node_reply_that_is_not_a_valid_verdict_is_no_verdict() -> None:
             task, GID, None,
         )  # fmt: skip
     assert "on node host/abc: docker load" in err.value.diagnostics()
+    assert "(fix, on that node: docker load)" in str(err.value)  # what a batch records
+
+
+def test_an_agent_job_is_refused_on_ray_before_connecting(tmp_path: Path) -> None:
+    import assay
+
+    grader = assay.Grader(key=tmp_path / "signing.key")
+    job = assay.Job(str(ADD), assay.Agent("true"), id="a")
+    with pytest.raises(assay.errors.UsageError, match="runs locally only"):
+        grader.batch([job], ray="192.0.2.1:6379")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from assay.errors import InfrastructureError
+from assay.errors import InfrastructureError, UsageError
 
 from ..batch.ray_cluster import RayBackend, connect
 from ..batch.run import (
@@ -39,7 +39,7 @@ from ..signing.keys import ensure_signing_key
 from ..signing.sign import sign_verdict
 from ..tiers.dispatch import pick_tier, run_tier
 from ..tiers.judgepool import JudgePool
-from .submission import Submission, as_source
+from .submission import Agent, Submission, as_source
 
 TaskLike = Task | str | os.PathLike[str]
 
@@ -237,6 +237,9 @@ class Batch:
         }
         self.ray: RayBackend | None = None
         if ray is not None:
+            for j in self.jobs:
+                if isinstance(j.submission, Agent):
+                    raise UsageError(f"{j.where}: an assay.Agent runs locally only, not on Ray")
             # Each node checks its own engine and image; this host needs no engine at all.
             connect(ray, insecure_no_auth=ray_insecure_no_auth)
             self.ray = RayBackend(self.tiers, grader.image, grader.oci_runtime)

@@ -289,9 +289,11 @@ class RayBackend:
                 fix=f"install assay {__version__} on every grading node",
             )
         if "verdict" not in reply:
-            fix = str(reply.get("fix") or "")
+            # The fix goes into the message too: a batch records only the message per job.
+            fix = str(reply.get("fix") or "")[:200]
+            said = str(reply.get("infra", "no verdict"))[:250]
             raise InfrastructureError(
-                f"on node {node}: {str(reply.get('infra', 'no verdict'))[:400]}",
+                f"on node {node}: {said}" + (f" (fix, on that node: {fix})" if fix else ""),
                 fix=f"on node {node}: {fix}" if fix else None,
             )
         try:
