@@ -136,6 +136,36 @@ def test_batch_across_two_nodes_survives_a_killed_node(
     assert [n for gid in starts for n in docker_runtime.leftovers(gid)] == []
 
 
+def test_sigterm_stops_a_ray_batch_like_ctrl_c(
+    cluster: LocalCluster, tmp_path: Path, docker_runtime: DockerRuntime
+) -> None:
+    """ray.init replaces SIGTERM's handler with sys.exit; the driver must keep grade-many's:
+    no new gradings, the running ones finish and are kept, a summary, exit 130."""
+    expect = _submissions(tmp_path, 8)
+    proc = subprocess.Popen(
+        _grade_many(cluster, tmp_path, "--jobs", "2"),
+        env=_env(cluster, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 300
+    while not list((tmp_path / "out").glob("*.dsse.json")):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["interrupted"] is True and summary["not_run"] > 0
+    pub = load_public_key(tmp_path / "config" / "assay" / "signing.pub")
+    done = list((tmp_path / "out").glob("*.dsse.json"))
+    assert len(done) == summary["passed"] + summary["failed"]
+    for path in done:
+        v = verify_envelope(path.read_bytes(), pub)
+        assert v.passed is expect[path.name.removesuffix(".dsse.json")]
+    starts = [str(e["grading_id"]) for e in _events(tmp_path) if e.get("event") == "start"]
+    assert [n for gid in starts for n in docker_runtime.leftovers(gid)] == []
+
+
 def test_without_token_auth_nothing_connects(cluster: LocalCluster, tmp_path: Path) -> None:
     _submissions(tmp_path, 1)
     env = {k: v for k, v in _env(cluster, tmp_path).items() if not k.startswith("RAY_AUTH")}

@@ -16,6 +16,7 @@ import contextlib
 import io
 import logging
 import os
+import signal
 import socket
 import tarfile
 import threading
@@ -95,6 +96,10 @@ def connect(address: str, *, insecure_no_auth: bool = False) -> None:
         ) from None
     if ray.is_initialized():
         ray.shutdown()
+    # ray.init replaces SIGTERM's handler with sys.exit: the batch would stop without its
+    # summary or its running gradings' results. Keep the caller's (grade-many: Ctrl-C).
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main else None
     try:
         ray.init(
             address=address,
@@ -103,6 +108,8 @@ def connect(address: str, *, insecure_no_auth: bool = False) -> None:
             logging_level=logging.ERROR,
             configure_logging=False,
         )
+        if main and previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     except Exception as exc:
         cause = _root_cause(exc)
         # Ray 2.60 re-raises the GCS client's AuthenticationError as text inside a RuntimeError.
