@@ -193,29 +193,32 @@ def memory(n: int) -> None:
             cluster.inside(argv(work / "subs", out, "--ray", cluster.address)),
             env=env_for(cluster, work), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        next_mark = 0
+        next_mark, peak = 0, 0
         print("| gradings done | driver RSS MiB | driver peak RSS MiB | elapsed s |")
         print("|---|---|---|---|")
         stop_file = Path(tempfile.gettempdir()) / "assay-bench-ray.stop"
         stopping = False
         while proc.poll() is None:
             if stop_file.exists() and not stopping:
-                # Ctrl-C for the driver: no new gradings, the running ones finish, exit 130.
-                os.kill(_driver_pid(proc.pid), signal.SIGINT)
+                # Like Ctrl-C: no new gradings, the running ones finish, exit 130. (SIGINT is
+                # ignored by a process a non-interactive shell started in the background.)
+                os.kill(_driver_pid(proc.pid), signal.SIGTERM)
                 print(f"stopped early ({stop_file} exists)", flush=True)
                 stopping = True
             done = len(list(out.glob("*.dsse.json"))) if out.exists() else 0
+            try:
+                rss, hwm = rss_kb(_driver_pid(proc.pid))
+            except (OSError, KeyError, ValueError):
+                time.sleep(1)
+                continue
+            peak = max(peak, hwm)
             if done >= next_mark:
-                try:
-                    rss, hwm = rss_kb(_driver_pid(proc.pid))
-                except (OSError, KeyError, ValueError):
-                    time.sleep(1)
-                    continue
                 print(f"| {done} | {rss / 1024:.0f} | {hwm / 1024:.0f} | "
                       f"{time.monotonic() - t0:.0f} |", flush=True)  # fmt: skip
                 next_mark = done + max(1, n // 10)
             time.sleep(1)
-        print(f"exit {proc.returncode} after {time.monotonic() - t0:.0f}s")
+        print(f"exit {proc.returncode} after {time.monotonic() - t0:.0f}s; driver peak RSS "
+              f"{peak / 1024:.0f} MiB")  # fmt: skip
         summary = json.loads((out / "summary.json").read_text())
         print({k: summary[k] for k in ("passed", "failed", "errors", "not_run", "wall_s")})
     finally:
