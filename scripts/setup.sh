@@ -4,7 +4,7 @@
 #   bash scripts/setup.sh
 #
 # Steps (each prints one line, and only when it actually does something):
-#   1. Python venv at .venv and `pip install -e '.[dev,humaneval,inspect]'` when pyproject.toml changed.
+#   1. Python venv at .venv and `pip install -e '.[dev,humaneval,inspect,ray]'` when pyproject.toml changed.
 #   2. A Docker engine: Debian's docker.io when no engine answers and dockerd is missing;
 #      dockerd started in the background when it is not running; waits for the socket.
 #   3. gVisor (Debian's runsc), registered as the Docker runtime "runsc" (optional: warns).
@@ -128,8 +128,8 @@ ensure_python() {
     local want
     want="$(cat "$ROOT/pyproject.toml" <("$VENV/bin/python" -VV) | sha256sum | cut -d' ' -f1)"
     if [ ! -x "$VENV/bin/assay" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
-        say "pip install -e '.[dev,humaneval,inspect]'"
-        run_logged "pip install" "$VENV/bin/python" -m pip install --quiet -e "$ROOT[dev,humaneval,inspect]"
+        say "pip install -e '.[dev,humaneval,inspect,ray]'"
+        run_logged "pip install" "$VENV/bin/python" -m pip install --quiet -e "$ROOT[dev,humaneval,inspect,ray]"
         printf '%s\n' "$want" >"$STAMP"
     fi
 }

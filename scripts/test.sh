@@ -46,7 +46,8 @@ step "mypy"
 
 step "pytest"
 xdist=()
-[ "$WORKERS" != 0 ] && xdist=(-n "$WORKERS")
+# loadgroup: the tests of an xdist_group (the Ray cluster's) share one worker and its fixture.
+[ "$WORKERS" != 0 ] && xdist=(-n "$WORKERS" --dist loadgroup)
 rc=0
 "$BIN/pytest" "${xdist[@]}" "$@" </dev/null || rc=$?
 case "$rc" in

@@ -674,3 +674,76 @@ def test_event_log_lines_that_cannot_be_written_are_counted_not_raised() -> None
     log.write("end", id="x", grading_id="g-" + "1" * 16)
     assert log.lost == 2
     log.close()
+
+
+# -- lost nodes (grade-many --ray) ------------------------------------------------------------
+
+
+class LosingGrader(FakeGrader):
+    """The first grading of each job named 'lost' dies with its node; 'always-lost' every time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gids: dict[str, list[str]] = {}
+
+    def __call__(self, task: Task, submission: Path, gid: str) -> Verdict:
+        from assay.errors import NodeLostError
+
+        seen = self.gids.setdefault(submission.name, [])
+        seen.append(gid)
+        if "always-lost" in submission.name or ("lost" in submission.name and len(seen) == 1):
+            raise NodeLostError(f"grading {gid}: the node running it was lost")
+        return super().__call__(task, submission, gid)
+
+
+def test_a_grading_lost_with_its_node_is_graded_again_fresh_and_swept(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    subs = _subs(tmp_path, "a-lost-good", "b-lost-bad", "c-good", "d-bad")
+    grader = LosingGrader()
+    swept: list[str] = []
+
+    def sweep(gid: str) -> int:
+        swept.append(gid)
+        return 1
+
+    out = tmp_path / "out"
+    res = _run(out, jobs_from_dir(ADD, subs), grader, key, sweep=sweep)
+    t = res.tally
+    assert (t.passed, t.failed, t.errors, t.graded) == (2, 2, 0, 4)  # each counted once
+    for name in ("a-lost-good", "b-lost-bad"):
+        first, second = grader.gids[name]
+        assert first != second  # a fresh grading, under its own id
+        v = verify_envelope((out / f"{name}.dsse.json").read_bytes(), key.public_key())
+        assert v.grading_id == second and v.passed is ("good" in name)
+    lost = sorted(grader.gids[n][0] for n in ("a-lost-good", "b-lost-bad"))
+    assert sorted(swept) == lost and res.recovered_containers == 2
+    assert [len(grader.gids[n]) for n in ("c-good", "d-bad")] == [1, 1]  # a verdict: never again
+    assert unfinished_gradings(out / "log.jsonl") == []
+
+
+def test_a_lost_grading_that_cannot_be_swept_stays_open_for_the_next_run(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    subs = _subs(tmp_path, "a-lost-good")
+    grader = LosingGrader()
+
+    def sweep(gid: str) -> int:
+        raise InfrastructureError("no node answers")
+
+    out = tmp_path / "out"
+    res = _run(out, jobs_from_dir(ADD, subs), grader, key, sweep=sweep)
+    assert res.tally.passed == 1
+    assert unfinished_gradings(out / "log.jsonl") == [grader.gids["a-lost-good"][0]]
+
+
+def test_a_job_lost_every_time_ends_as_an_error_after_the_attempts(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    subs = _subs(tmp_path, "a-always-lost-good", "b-good")
+    grader = LosingGrader()
+    res = _run(tmp_path / "out", jobs_from_dir(ADD, subs), grader, key, sweep=lambda gid: 0)
+    assert len(grader.gids["a-always-lost-good"]) == batch.MAX_ATTEMPTS
+    assert (res.tally.passed, res.tally.errors) == (1, 1)
+    assert "NodeLostError" in res.tally.error_list[0]["error"]
+    assert not (tmp_path / "out" / "a-always-lost-good.dsse.json").exists()

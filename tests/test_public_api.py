@@ -65,8 +65,8 @@ SIGNATURES = {
     "reuse_judges: 'bool' = False) -> 'None'",
     "Grader.grade": "(self, task: 'TaskLike', submission: 'Submission', *, "
     "tier: 'str | None' = None, unsafe_baseline: 'bool' = False) -> 'Graded'",
-    "Grader.grade_many": "(self, jobs: 'Iterable[Job]', *, parallel: 'int' = 2) "
-    "-> 'Iterator[Graded]'",
+    "Grader.grade_many": "(self, jobs: 'Iterable[Job]', *, parallel: 'int' = 2, "
+    "ray: 'str | None' = None, ray_insecure_no_auth: 'bool' = False) -> 'Iterator[Graded]'",
     "Grader.tier_for": "(task: 'TaskLike', tier: 'str | None' = None, *, "
     "unsafe_baseline: 'bool' = False) -> 'Tier'",
     "Job": "(task: 'TaskLike', submission: 'Submission', id: 'str | None' = None) -> None",

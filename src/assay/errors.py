@@ -9,12 +9,14 @@ from __future__ import annotations
 
 __all__ = [
     "AssayError",
+    "ClusterError",
     "EngineUnavailableError",
     "EnvironmentBuildError",
     "FirewallError",
     "InfrastructureError",
     "InternalError",
     "KeyFileError",
+    "NodeLostError",
     "TaskEnvironmentError",
     "TaskError",
     "UnsafeInputsError",
@@ -81,6 +83,19 @@ class KeyFileError(UsageError):
     """A key file is missing, unreadable, too open, of the wrong kind, or already exists."""
 
 
+class ClusterError(UsageError):
+    """A Ray cluster cannot be used as asked (exit 2): nothing answers at the address, no node
+    advertises the resource assay's gradings need, token authentication is off or the token
+    does not match, or the `ray` extra is not installed. Raised before any grading starts."""
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.fix = fix
+
+    def diagnostics(self) -> str:
+        return f"{self}\n  fix: {self.fix}" if self.fix else str(self)
+
+
 class InfrastructureError(AssayError):
     """Grading could not run to a verdict (exit 3): Docker missing, image missing, engine error."""
 
@@ -113,6 +128,11 @@ class InternalError(InfrastructureError):
 
 class EngineUnavailableError(InfrastructureError):
     """No Docker engine answers."""
+
+
+class NodeLostError(InfrastructureError):
+    """A cluster node (or its worker) died under a grading, so no result came back. The batch
+    grades the submission again from scratch under a new grading id; the lost one is swept."""
 
 
 class FirewallError(AssayError):

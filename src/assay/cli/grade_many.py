@@ -86,6 +86,20 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     help="Start a fresh judge container per grading instead of reusing a reset one per task "
     "(docs/security.md).",
 )
+@click.option(
+    "--ray",
+    "ray_address",
+    metavar="HOST:PORT",
+    help="Grade on the Ray cluster at this address: each grading runs on a node advertising "
+    "the resource assay_docker, on that node's Docker engine; this process keeps the key and "
+    "signs (docs/scale.md). Needs RAY_AUTH_MODE=token.",
+)
+@click.option(
+    "--ray-insecure-no-auth",
+    is_flag=True,
+    help="Use a Ray cluster without token authentication (anyone who reaches it runs code "
+    "on its nodes). Only on a network you fully control.",
+)
 def grade_many_cmd(
     task_dir: Path | None,
     manifest: Path | None,
@@ -96,6 +110,8 @@ def grade_many_cmd(
     oci_runtime: str,
     key: Path | None,
     fresh_judge: bool,
+    ray_address: str | None,
+    ray_insecure_no_auth: bool,
 ) -> None:
     """Grade many submissions; one signed verdict each, a summary, and resume on rerun.
 
@@ -112,13 +128,25 @@ def grade_many_cmd(
             )
             if grader.created_key:
                 err.print(f"created signing key; public key at {grader.public_key}", markup=False)
-            batch = grader.batch(jobs, parallel=parallelism)
+            batch = grader.batch(
+                jobs,
+                parallel=parallelism,
+                ray=ray_address,
+                ray_insecure_no_auth=ray_insecure_no_auth,
+            )
+            where = (
+                f"on Ray at {ray_address}, fresh judges"
+                if ray_address
+                else f"{'fresh' if fresh_judge else 'reused'} judges"
+            )
             err.print(
                 f"{len(jobs)} job(s), {len(batch.tasks)} task(s) "
                 f"[{', '.join(sorted(f'{t}:{tier}' for t, tier in batch.tiers.items()))}], "
-                f"--jobs {parallelism}, {'fresh' if fresh_judge else 'reused'} judges, out {out}",
+                f"--jobs {parallelism}, {where}, out {out}",
                 markup=False,
             )
+            if ray_insecure_no_auth:
+                err.print("warning: Ray token authentication is off (--ray-insecure-no-auth)")
             with _progress(err) as progress:
                 result = drain(batch.run(out, progress))
     finally:
@@ -132,7 +160,8 @@ def grade_many_cmd(
     )
     if result.recovered_containers:
         err.print(
-            f"removed {result.recovered_containers} container(s)/volume(s) left by a killed run"
+            f"removed {result.recovered_containers} container(s)/volume(s) left by a killed "
+            "run or a lost node"
         )
     if result.interrupted:
         err.print("interrupted: finished verdicts are kept; rerun the same command to resume")

@@ -11,11 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from assay.errors import InfrastructureError
+from assay.errors import InfrastructureError, UsageError
 
+from ..batch.ray_cluster import RayBackend, connect
 from ..batch.run import (
     BatchResult,
     GradeFn,
+    Outcome,
     Progress,
     Shared,
     check_id,
@@ -42,7 +44,7 @@ from ..tiers.dispatch import pick_tier, run_tier
 from ..tiers.judgepool import JudgePool
 from .graded import Graded
 from .session import Session
-from .submission import Submission, as_source
+from .submission import Agent, Submission, as_source
 
 TaskLike = Task | str | os.PathLike[str]
 
@@ -168,15 +170,30 @@ class Grader:
 
     # -- many submissions --------------------------------------------------------------------
 
-    def grade_many(self, jobs: Iterable[Job], *, parallel: int = 2) -> Iterator[Graded]:
+    def grade_many(
+        self,
+        jobs: Iterable[Job],
+        *,
+        parallel: int = 2,
+        ray: str | None = None,
+        ray_insecure_no_auth: bool = False,
+    ) -> Iterator[Graded]:
         """Grade `jobs`, `parallel` at a time, yielding each result as it is known (not in
         job order). Ctrl-C stops taking new jobs and lets the running ones finish.
+
+        `ray`: the address (HOST:PORT) of a Ray cluster to grade on instead of the local
+        engine: each grading runs on a node advertising the resource `assay_docker`, on that
+        node's Docker engine; this process signs (docs/scale.md). The cluster must use token
+        authentication (`RAY_AUTH_MODE=token`) unless `ray_insecure_no_auth=True`; raises
+        `assay.errors.ClusterError` when it cannot be used.
 
         Raises `assay.errors.UsageError`/`TaskError` before any grading if a job or task is
         invalid, and `assay.errors.InfrastructureError` at the end, after every verdict was
         yielded, naming the jobs that got none.
         """
-        batch = self.batch(jobs, parallel=parallel)
+        batch = self.batch(
+            jobs, parallel=parallel, ray=ray, ray_insecure_no_auth=ray_insecure_no_auth
+        )
         out = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}grade-many-"))
         try:
             result = yield from batch.run(out)
@@ -186,9 +203,16 @@ class Grader:
             shown = "; ".join(f"{e['id']}: {e['error']}" for e in errors[:5])
             raise InfrastructureError(f"{len(errors)} job(s) got no verdict: {shown}")
 
-    def batch(self, jobs: Iterable[Job | BatchJob], *, parallel: int = 2) -> Batch:
+    def batch(
+        self,
+        jobs: Iterable[Job | BatchJob],
+        *,
+        parallel: int = 2,
+        ray: str | None = None,
+        ray_insecure_no_auth: bool = False,
+    ) -> Batch:
         """The engine under `grade_many` and `assay grade-many`: a checked plan to `run`."""
-        return Batch(self, list(jobs), parallel)
+        return Batch(self, list(jobs), parallel, ray, ray_insecure_no_auth)
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -222,7 +246,14 @@ class Batch:
     """Many jobs, checked up front (tasks load, ids are unique, tiers are decided, the image
     exists); `run` grades them."""
 
-    def __init__(self, grader: Grader, jobs: list[Job | BatchJob], parallel: int) -> None:
+    def __init__(
+        self,
+        grader: Grader,
+        jobs: list[Job | BatchJob],
+        parallel: int,
+        ray: str | None = None,
+        ray_insecure_no_auth: bool = False,
+    ) -> None:
         self.grader = grader
         self.parallel = parallel
         self.jobs = [_batch_job(j, n) for n, j in enumerate(jobs)]
@@ -231,6 +262,15 @@ class Batch:
         self.tiers: dict[str, Tier] = {
             t.id: pick_tier(t, None, unsafe_baseline=False) for t in self.tasks.values()
         }
+        self.ray: RayBackend | None = None
+        if ray is not None:
+            for j in self.jobs:
+                if isinstance(j.submission, Agent):
+                    raise UsageError(f"{j.where}: an assay.Agent runs locally only, not on Ray")
+            # Each node checks its own engine and image; this host needs no engine at all.
+            connect(ray, insecure_no_auth=ray_insecure_no_auth)
+            self.ray = RayBackend(self.tiers, grader.image, grader.oci_runtime)
+            return
         inner = grader._runtime or docker_runtime(grader.oci_runtime, parallel=parallel)
         self.rt = ObservedRuntime(inner)
         self.rt.image_digest(grader.image)  # a missing image is one error, not N job errors
@@ -243,6 +283,13 @@ class Batch:
         """Grade into `out` (verdict files, summary.json, log.jsonl; rerunning resumes),
         yielding each result; returns the batch's result."""
         g = self.grader
+        if self.ray is not None:
+            on_ray = iter_batch(
+                out, self.jobs, self.tasks, self.ray.grade, g._private_key, self.parallel,
+                sweep=self.ray.sweep, cancel=self.ray.cancel, progress=progress,
+                facts=self.ray.facts,
+            )  # fmt: skip
+            return (yield from self._results(on_ray))
         judges = JudgePool(self.rt, max_idle=2 * self.parallel) if g.reuse_judges else None
         shared = [Shared("judge-pool", judges.gid, judges.close)] if judges else []
 
@@ -252,6 +299,12 @@ class Batch:
             out, self.jobs, self.tasks, grade, g._private_key, self.parallel,
             sweep=self.rt.inner.sweep, cancel=self.rt.cancel, progress=progress, shared=shared,
         )  # fmt: skip
+        return (yield from self._results(outcomes))
+
+    @staticmethod
+    def _results(
+        outcomes: Generator[Outcome, None, BatchResult],
+    ) -> Generator[Graded, None, BatchResult]:
         while True:
             try:
                 o = next(outcomes)

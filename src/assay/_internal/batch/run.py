@@ -31,7 +31,13 @@ from typing import Any, Literal, ParamSpec, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from assay.errors import AssayError, EngineUnavailableError, InfrastructureError, UsageError
+from assay.errors import (
+    AssayError,
+    EngineUnavailableError,
+    InfrastructureError,
+    NodeLostError,
+    UsageError,
+)
 
 from ..model.atomic import atomic_write
 from ..model.diagnostics import Diagnostics, pending
@@ -75,8 +81,13 @@ GradeFn = Callable[[Task, Any, str], Verdict]
 """Grade one submission of one task under a given grading id; raises on infrastructure errors."""
 SweepFn = Callable[[str], int]
 """Remove every container and volume of one grading id (recovering from a killed run)."""
+FactsFn = Callable[[str], dict[str, Any]]
+"""Extra fields for a grading's `end` line in the log (where it ran, on a cluster)."""
 CancelFn = Callable[[str], object]
 """Stop one running grading now: refuse it new containers and kill the ones it has."""
+MAX_ATTEMPTS = 3
+"""Gradings per job when nodes are lost under it (`NodeLostError`); a verdict, passed or
+failed, is never graded again, nor is any other infrastructure error within a run."""
 
 
 @dataclass(frozen=True)
@@ -205,6 +216,7 @@ def iter_batch(
     cancel: CancelFn | None = None,
     progress: Progress | None = None,
     shared: Sequence[Shared] = (),
+    facts: FactsFn | None = None,
 ) -> Generator[Outcome, None, BatchResult]:
     """Yield each job's outcome as it is known (resumed verdicts first), then return the
     result. Ctrl-C while waiting stops the batch as `_Run.schedule` says; closing the generator
@@ -233,13 +245,14 @@ def iter_batch(
             log.write("run", jobs=len(jobs), to_grade=len(todo), resumed=tally.resumed)
             progress.on_plan(len(todo), tally.resumed)
             yield from resumed
-            run = _Run(out, tasks, grade, private_key, log, tally, progress, cancel)
+            run = _Run(out, tasks, grade, private_key, log, tally, progress, cancel, facts)
             for res in shared:
                 log.write("start", id=res.name, grading_id=res.grading_id)
             try:
                 yield from run.schedule(todo, parallelism)
             finally:
                 close_shared(shared, log)
+                recovered += sweep_lost(run.lost, sweep, log)
             lost = run.engine_gone.is_set()
             result = BatchResult(
                 tally,
@@ -299,6 +312,24 @@ def close_shared(shared: Sequence[Shared], log: EventLog) -> None:
             log.write("end", id=res.name, grading_id=res.grading_id)
 
 
+def sweep_lost(gids: list[str], sweep: SweepFn | None, log: EventLog) -> int:
+    """Remove what gradings on lost nodes left behind (a node may be gone only from the
+    cluster, its engine still running them). An id that cannot be swept stays open in the log,
+    so the next run sweeps it again."""
+    removed = 0
+    for gid in gids:
+        if sweep is None:
+            continue
+        try:
+            removed += sweep(gid)
+        except Exception as exc:
+            log.write("sweep-failed", lost_grading_id=gid, error=f"{exc}"[:500])
+            continue
+        remove_tempdirs(gid)
+        log.write("recovered", grading_id=gid)
+    return removed
+
+
 def _resume(
     out: Path,
     jobs: list[Job],
@@ -353,10 +384,12 @@ class _Run:
     tally: Tally
     progress: Progress
     cancel: CancelFn | None
+    facts: FactsFn | None = None
     intr: _Interrupts = field(default_factory=_Interrupts)
     running: dict[str, str] = field(default_factory=dict)  # grading id -> job id
     running_lock: threading.Lock = field(default_factory=threading.Lock)
     engine_gone: threading.Event = field(default_factory=threading.Event)
+    lost: list[str] = field(default_factory=list)  # grading ids whose node was lost
 
     def schedule(self, todo: list[Job], parallelism: int) -> Iterator[Outcome]:
         work: queue.SimpleQueue[Job] = queue.SimpleQueue()
@@ -371,16 +404,21 @@ class _Run:
                         job = work.get_nowait()
                     except queue.Empty:
                         return
-                    gid = new_grading_id()
-                    with self.running_lock:
-                        if self.intr.stop.is_set():
-                            return
-                        self.running[gid] = job.id
-                    try:
-                        o = self.grade_one(job, gid)
-                    finally:
+                    o: Outcome | None = None
+                    for attempt in range(1, MAX_ATTEMPTS + 1):
+                        gid = new_grading_id()
                         with self.running_lock:
-                            self.running.pop(gid, None)
+                            if self.intr.stop.is_set():
+                                return
+                            self.running[gid] = job.id
+                        try:
+                            o = self.grade_one(job, gid, last=attempt == MAX_ATTEMPTS)
+                        finally:
+                            with self.running_lock:
+                                self.running.pop(gid, None)
+                        if o is not None:
+                            break
+                    assert o is not None
                     if o.error and o.error.startswith("engine:"):
                         self.engine_gone.set()
                     results.put(o)
@@ -449,7 +487,9 @@ class _Run:
             with contextlib.suppress(Exception):
                 self.cancel(gid)
 
-    def grade_one(self, job: Job, gid: str) -> Outcome:
+    def grade_one(self, job: Job, gid: str, *, last: bool = True) -> Outcome | None:
+        """The job's outcome, or None when its node was lost and it is to be graded again
+        (a fresh grading under a new id; the lost id stays open in the log until swept)."""
         task = self.tasks[job.task_path.resolve()]
         self.log.write("start", id=job.id, grading_id=gid)
         t0 = time.monotonic()
@@ -466,6 +506,13 @@ class _Run:
                 msg = f"output: could not write the verdict ({exc.strerror or exc})"
                 return self.errored(job, gid, msg, t0)
             diagnostics = self.write_diagnostics(job.id, gid)
+        except NodeLostError as exc:
+            with self.running_lock:
+                self.lost.append(gid)
+            if last or self.intr.abort.is_set():
+                return self.errored(job, gid, f"{type(exc).__name__}: {exc}", t0)
+            self.log.write("lost", id=job.id, lost_grading_id=gid, error=str(exc)[:500])
+            return None
         except EngineUnavailableError as exc:
             return self.errored(job, gid, f"engine: {exc}", t0)
         except AssayError as exc:
@@ -483,6 +530,7 @@ class _Run:
             reasons=list(reasons),
             notes=list(notes),
             wall_s=round(wall, 4),
+            **(self.facts(gid) if self.facts else {}),
         )
         return Outcome(
             job.id,

@@ -154,6 +154,16 @@ def _verdict_from(predicate: object) -> Verdict:
         ) from None
 
 
+def verdict_from_json(text: str) -> Verdict:
+    """A verdict from JSON text someone else produced (a grading node's reply): the same
+    strict reader and schema as a verdict inside an envelope; VerificationError otherwise."""
+    try:
+        obj = loads_strict(text.encode(), max_bytes=dsse.MAX_ENVELOPE_BYTES, max_depth=16)
+    except StrictJSONError as exc:
+        raise VerificationError(f"payload:{exc.code}", f"payload: {exc}") from None
+    return _verdict_from(obj)
+
+
 def _normalise_subject(expected: str) -> str:
     if _HEX64.match(expected):
         return f"sha256:{expected}"
