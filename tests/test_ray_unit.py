@@ -16,6 +16,7 @@ from assay._internal.batch.ray_cluster import (
     pack_submission,
     token_configured,
 )
+from assay._internal.model.diagnostics import CaseDiagnostic, Diagnostics, pending
 from assay._internal.model.task import Task, load_task
 from assay._internal.model.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
 from assay._version import __version__
@@ -96,6 +97,23 @@ def test_a_node_may_only_answer_for_its_own_grading() -> None:
     with pytest.raises(InfrastructureError, match="submission digest"):
         backend._verdict(_reply(_verdict(task, GID, True, None)), task, GID, None)
     assert not backend._verdict(_reply(_verdict(task, GID, False, None)), task, GID, None).passed
+
+
+def test_a_nodes_diagnostics_reach_the_driver_only_for_its_own_grading() -> None:
+    task = load_task(ADD)
+    backend = RayBackend({task.id: "t3"}, "img")
+    v = _verdict(task, GID, False, None)
+
+    def explained(gid: str) -> str:
+        case = CaseDiagnostic(id="c1", reason="compare:mismatch", expected="5", actual="6")
+        return Diagnostics(grading_id=gid, cases=[case]).to_json().decode()
+
+    backend._verdict(_reply(v, diagnostics=explained(GID)), task, GID, None)
+    kept = pending.take(GID)
+    assert kept is not None and kept.cases[0].actual == "6"
+    backend._verdict(_reply(v, diagnostics=explained("g-" + "c" * 16)), task, GID, None)
+    backend._verdict(_reply(v, diagnostics="{not json"), task, GID, None)
+    assert pending.take(GID) is None and pending.take("g-" + "c" * 16) is None
 
 
 def test_a_node_reply_that_is_not_a_valid_verdict_is_no_verdict() -> None:

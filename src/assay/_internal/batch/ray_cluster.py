@@ -30,6 +30,7 @@ from assay.errors import ClusterError, InfrastructureError, NodeLostError, Usage
 
 from ..firewall.check import Accepted, check
 from ..firewall.mapping import write_mapping_tar
+from ..model import diagnostics as diag
 from ..model.task import Task
 from ..model.verdict import Tier, Verdict
 from ..signing.sign import VerificationError, verdict_from_json
@@ -325,6 +326,12 @@ class RayBackend:
             raise InfrastructureError(
                 f"node {node} returned a verdict whose {', '.join(wrong)} is not this grading's"
             )
+        # Diagnostics are unsigned owner information: kept only if they parse within the
+        # limits and name this grading; bad ones are dropped, never a reason for no verdict.
+        raw = reply.get("diagnostics")
+        explained = diag.load(raw.encode()) if isinstance(raw, str) else None
+        if explained is not None and explained.grading_id == gid:
+            diag.pending.keep(gid, list(explained.cases))
         return verdict
 
     def sweep(self, gid: str) -> int:

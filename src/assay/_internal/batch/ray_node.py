@@ -26,6 +26,7 @@ from typing import Any
 from assay._version import __version__
 from assay.errors import AssayError, InfrastructureError
 
+from ..model.diagnostics import pending
 from ..model.task import Task, load_task
 from ..runtime import Runtime
 from ..runtime.engine import docker_runtime
@@ -113,6 +114,9 @@ def grade_on_node(request: dict[str, str], task_blob: bytes, submission: bytes) 
             request["image"], grading_id=gid,
         )  # fmt: skip
         reply["verdict"] = verdict.model_dump_json()
+        explained = pending.take(gid)
+        if explained is not None:  # for the task owner, beside the verdict the driver writes
+            reply["diagnostics"] = explained.to_json().decode()
     except AssayError as exc:
         fix = getattr(exc, "fix", None)
         reply["infra"] = f"{type(exc).__name__}: {exc}"
@@ -121,6 +125,7 @@ def grade_on_node(request: dict[str, str], task_blob: bytes, submission: bytes) 
         reply["infra"] = f"internal: {type(exc).__name__}: {exc}"
         reply["fix"] = ""
     finally:
+        pending.take(gid)  # a grading with no verdict: nothing to explain, nothing kept here
         shutil.rmtree(spool, ignore_errors=True)
     return reply
 
