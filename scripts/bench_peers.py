@@ -84,7 +84,8 @@ def write_samples(root: Path, probs: list[tuple[str, dict[str, Any], Path]]) -> 
             "[limits]\ntotal_timeout = 60.0\n"
         )
         (t2 / "judge" / "tests" / "test_check.py").write_text(
-            f"from solution import {p['entry_point']}\n\n{p['test']}\n\n"
+            # `*`: some checks call helpers the prompt defines (HumanEval/32 `poly`, 38, 50)
+            f"from solution import *  # noqa: F403\n\n{p['test']}\n\n"
             f"def test_check():\n    check({p['entry_point']})\n"
         )
 
@@ -169,6 +170,8 @@ def assay_tier(
             ev = json.loads(line)
             if ev.get("event") == "end" and "wall_s" in ev and "id" in ev:
                 walls[ev["id"]] = (bool(ev["passed"]), float(ev["wall_s"]))
+                if not ev["passed"]:  # a canonical solution that fails is worth a look
+                    print(f"  not passed: {ev['id']} {ev.get('reasons')}", file=sys.stderr)
         assert res.tally.total == len(chunk)
         return [walls.get(j.id, (False, 0.0)) for j in joblist]
 
