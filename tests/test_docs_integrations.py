@@ -18,7 +18,6 @@ def examples() -> list[str]:
 
 
 def test_the_inspect_task_in_the_doc_builds(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("inspect_ai", reason="scripts/setup.sh installs assay[inspect]")
     monkeypatch.chdir(ROOT)
     namespace: dict[str, object] = {"__name__": "integrations_md"}
     exec(compile(examples()[0], "docs/integrations.md example 1", "exec"), namespace)

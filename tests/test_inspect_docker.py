@@ -25,7 +25,6 @@ BIN = Path(sys.executable).parent
 def test_the_inspect_example_eval_scores_and_signs_every_sample(
     tmp_path: Path, base_image: str, docker_runtime: object
 ) -> None:
-    pytest.importorskip("inspect_ai", reason="scripts/setup.sh installs assay[inspect]")
     from inspect_ai.log import read_eval_log
 
     config = tmp_path / "config"  # the per-user key is created here, as in a fresh home

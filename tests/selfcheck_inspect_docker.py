@@ -2,25 +2,19 @@
 `assay` sandbox, on a real engine. The checks assay fails on purpose are marked xfail(strict) with
 the reason: each is a refusal of the confinement (docs/integrations.md).
 
-About two minutes on a loaded 2-core engine, so it runs when asked (ASSAY_INSPECT_SELFCHECK=1),
-not in every CI run; the integration's own tests (test_inspect_docker.py, test_session_docker.py)
-always run. Note: the image has no `ps`, so the two timeout-kill checks that grep `ps aux` pass
+About two minutes on a loaded 2-core engine, so it runs when asked, not in every CI run: its
+file name keeps pytest from collecting it unless it is named,
+`.venv/bin/pytest -p no:xdist tests/selfcheck_inspect_docker.py` (rather than a test skipped in
+every run). The integration's own tests (test_inspect_docker.py, test_session_docker.py) always
+run. Note: the image has no `ps`, so the two timeout-kill checks that grep `ps aux` pass
 without seeing the processes; test_session_docker.py checks the same through /proc."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("inspect_ai", reason="scripts/setup.sh installs assay[inspect]")
-if os.environ.get("ASSAY_INSPECT_SELFCHECK") != "1":
-    pytest.skip(
-        "Inspect's conformance suite runs with ASSAY_INSPECT_SELFCHECK=1", allow_module_level=True
-    )
-
 from inspect_ai.util._sandbox.self_check import *  # noqa: F403
 
 import assay
