@@ -183,6 +183,9 @@ def done_when(n: int) -> None:
 
 
 def memory(n: int) -> None:
+    stop_file = Path(tempfile.gettempdir()) / "assay-bench-ray.stop"
+    if stop_file.exists():  # an earlier run's request to stop, not this one's
+        raise SystemExit(f"{stop_file} exists from an earlier run: remove it first")
     work = Path(tempfile.mkdtemp(prefix="assay-benchray-"))
     cluster = start_cluster(nodes=2, slots=2)
     try:
@@ -196,7 +199,6 @@ def memory(n: int) -> None:
         next_mark, peak = 0, 0
         print("| gradings done | driver RSS MiB | driver peak RSS MiB | elapsed s |")
         print("|---|---|---|---|")
-        stop_file = Path(tempfile.gettempdir()) / "assay-bench-ray.stop"
         stopping = False
         while proc.poll() is None:
             if stop_file.exists() and not stopping:
