@@ -129,15 +129,7 @@ def run_baseline(
 
         t0 = monotonic()
         cid = scope.container(_spec(task, g.gid, g.task_image, source.agent_dir, opts, "agent"))
-        if source.agent_cmd is not None:
-            rt.exec(
-                cid, ("sh", "-c", source.agent_cmd), deadline_s=task.config.limits.agent_timeout,
-                output_cap=0, workdir=WORKSPACE, capture=False,
-            )  # fmt: skip
-        elif source.path is not None:
-            rt.put_archive(cid, WORKSPACE, _pack_submission(source.path))
-        else:
-            raise ValueError("a Source needs agent_cmd or path")
+        run_agent_in_place(rt, task, cid, source)
         g.lap("agent", t0)
         leaked = opts.watch_for is not None and _workspace_contains(scope, cid, opts.watch_for)
 
@@ -154,6 +146,20 @@ def run_baseline(
         return BaselineRun(
             build_verdict(g.facts(), cases, len(prepared.expected_ids), reasons), True, leaked
         )
+
+
+def run_agent_in_place(rt: Runtime, task: Task, cid: str, source: Source) -> None:
+    """The naive agent phase: the agent runs (or the submission is copied) where the tests will
+    run, as today's harnesses do."""
+    if source.agent_cmd is not None:
+        rt.exec(
+            cid, ("sh", "-c", source.agent_cmd), deadline_s=task.config.limits.agent_timeout,
+            output_cap=0, workdir=WORKSPACE, capture=False,
+        )  # fmt: skip
+    elif source.path is not None:
+        rt.put_archive(cid, WORKSPACE, _pack_submission(source.path))
+    else:
+        raise ValueError("a Source needs agent_cmd or path")
 
 
 def _spec(

@@ -33,10 +33,10 @@ from .baselines import (
     BaselineRun,
     BaselineTier,
     _fresh_copy,
-    _pack_submission,
     _spec,
     _workspace_contains,
     parse_pytest_log,
+    run_agent_in_place,
 )
 from .controller import Grading, Source
 from .intake import Refused
@@ -125,15 +125,7 @@ def run_repo_baseline(
         t0 = monotonic()
         cid = scope.container(_spec(task, g.gid, g.task_image, source.agent_dir, opts, "agent"))
         rt.put_archive(cid, WORKSPACE, pack(pristine))
-        if source.agent_cmd is not None:
-            rt.exec(
-                cid, ("sh", "-c", source.agent_cmd), deadline_s=task.config.limits.agent_timeout,
-                output_cap=0, workdir=WORKSPACE, capture=False,
-            )  # fmt: skip
-        elif source.path is not None:
-            rt.put_archive(cid, WORKSPACE, _pack_submission(source.path))
-        else:
-            raise ValueError("a Source needs agent_cmd or path")
+        run_agent_in_place(rt, task, cid, source)
         g.lap("agent", t0)
         leaked = opts.watch_for is not None and _workspace_contains(scope, cid, opts.watch_for)
         if tier == "t1":
