@@ -1,86 +1,173 @@
-"""The judge pool's lending rules on the fake runtime: one grading at a time, reuse only after a
-clean reset and a normal end, removal on every other path."""
+"""The judge pool's lending rules on the fake runtime: one grading at a time; reuse (of one
+task's judge, or across tasks with the judge files swapped) only after a reset in a fresh exec
+and a normal end; removal on every other path; a fixed cases file prepared once per task."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
 from assay._internal.model.task import Task, load_task
+from assay._internal.runtime import ExecResult
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.tiers.judgepool import RESET_ARGV, JudgePool
+from assay._internal.tiers.fixedcases import InputCache, fixed_cases
+from assay._internal.tiers.judgepool import RESET_ARGV, JudgePool, Lent, fill
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+PREPARE = ("python3", "-I", "/assay/judge.py", "prepare", "--seed", "1")
+COMPARE = ("python3", "-I", "/assay/judge.py", "compare", "--kind", "function")
+INPUTS = b'[{"id": "c1", "input": []}]'
+REPORT = b'{"cases": []}'
+ADD = load_task(EXAMPLES / "add")  # a fixed cases file
+CANARY = load_task(EXAMPLES / "canary")  # a generator
 
 
-class Reset:
+class Judge:
+    """The judge's programs: `prepare` and `compare`, alone or after the reset (`--then`);
+    `answer`/`code` is what a reset that is not clean prints and exits with."""
+
     def __init__(self, answer: bytes = b"clean\n", code: int = 0) -> None:
-        self.answer, self.code, self.calls = answer, code, 0
+        self.answer, self.code = answer, code
+        self.log: list[str] = []
 
     def __call__(
         self, c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
     ) -> tuple[int, bytes, bytes]:
-        assert argv == RESET_ARGV
-        self.calls += 1
-        return self.code, self.answer, b""
+        proof = b""
+        if argv[:3] == RESET_ARGV:
+            assert argv[3] == "--then"
+            argv = argv[4:]
+            if self.code != 0 or self.answer != b"clean\n":
+                self.log.append("reset-failed")
+                return self.code, self.answer, b""
+            proof = b"clean\n"
+            self.log.append("reset")
+        assert argv in (PREPARE, COMPARE)  # the reset becomes one of these, no other
+        self.log.append(argv[3])
+        return 0, proof + (INPUTS if argv == PREPARE else REPORT), b""
 
 
-def test_a_released_judge_is_reset_then_lent_again() -> None:
-    reset = Reset()
-    rt = FakeRuntime({"python3": reset})
+def lend(pool: JudgePool, task: Task, gid: str) -> Lent:
+    """As the strict tier does: a fixed cases file needs no prepare (its inputs are made on
+    the host), a generator does."""
+    prepare = None if fixed_cases(task) else PREPARE
+    return pool.acquire(task, "img", gid, prepare, 10.0, 1 << 20)
+
+
+def compare(pool: JudgePool, task: Task, gid: str) -> tuple[str, ExecResult]:
+    return pool.compare(gid, task, COMPARE, b'{"cases": []}', 10.0, 1 << 20)
+
+
+def grading(pool: JudgePool, task: Task, gid: str) -> tuple[Lent, str]:
+    lent = lend(pool, task, gid)
+    cid, res = compare(pool, task, gid)
+    assert (res.stdout, res.exit_code) == (REPORT, 0)
+    # The proof of a reset is never handed on as inputs or report.
+    assert lent.prepare is None if fixed_cases(task) else lent.prepare.stdout == INPUTS
+    pool.release(gid)
+    pool.finish(gid)
+    return lent, cid
+
+
+def test_a_generator_tasks_judge_is_reset_then_prepared_in_one_exec() -> None:
+    judge = Judge()
+    rt = FakeRuntime({"python3": judge})
     pool = JudgePool(rt)
-    task = load_task(EXAMPLES / "add")
-    cid, reused = pool.acquire(task, "img", "g-1")
-    assert not reused and reset.calls == 0  # a new judge needs no reset
+    first, cid = grading(pool, CANARY, "g-1")
+    assert not first.reused and cid == first.cid
+    assert judge.log == ["prepare", "compare"]  # a new judge needs no reset
     assert rt.containers[cid].spec.grading_id == pool.gid  # not swept by the grading's scope
-    pool.release("g-1")
-    pool.finish("g-1")
-    again, reused = pool.acquire(task, "img", "g-2")
-    assert (again, reused, reset.calls) == (cid, True, 1)
+    again, cid2 = grading(pool, CANARY, "g-2")
+    assert (again.cid, cid2, again.reused) == (cid, cid, True)
+    assert judge.log[2:] == ["reset", "prepare", "compare"]
+    pool.close()
+    assert rt.leftovers() == []
+
+
+def test_a_fixed_cases_files_judge_runs_compare_alone_after_a_reset_in_the_same_exec() -> None:
+    judge = Judge()
+    rt = FakeRuntime({"python3": judge})
+    pool = JudgePool(rt)
+    _, cid = grading(pool, ADD, "g-1")
+    assert judge.log == ["compare"]  # a new judge: no prepare, no reset
+    for n in (2, 3):
+        again, cid2 = grading(pool, ADD, f"g-{n}")
+        assert (again.cid, cid2, again.reused) == (cid, cid, True)
+    # One exec per grading: the reset, then compare, in one process.
+    assert judge.log[1:] == ["reset", "compare"] * 2
+    pool.close()
+    assert rt.leftovers() == []
+
+
+def test_a_judge_whose_reset_fails_before_compare_is_replaced_by_a_new_one() -> None:
+    for judge in (Judge(b"", 1), Judge(b"dirty\n"), Judge(b"clean"), Judge(b"unclean\n")):
+        rt = FakeRuntime({"python3": judge})
+        pool = JudgePool(rt)
+        _, cid = grading(pool, ADD, "g-1")
+        lent = lend(pool, ADD, "g-2")
+        assert lent.cid == cid and lent.prepare is None  # no exec yet
+        other, res = compare(pool, ADD, "g-2")
+        assert other != cid and cid not in rt.containers and pool.discarded == 1
+        assert res.stdout == REPORT and judge.log[1:] == ["reset-failed", "compare"]
+        pool.release("g-2")
+        assert lend(pool, ADD, "g-3").cid == other
+        pool.close()
+        assert rt.leftovers() == []
+
+
+def test_a_judge_whose_reset_fails_before_prepare_is_replaced() -> None:
+    judge = Judge(b"dirty\n")
+    rt = FakeRuntime({"python3": judge})
+    pool = JudgePool(rt)
+    _, cid = grading(pool, CANARY, "g-1")
+    other = lend(pool, CANARY, "g-2")
+    assert other.cid != cid and not other.reused and cid not in rt.containers
+    assert other.prepare.stdout == INPUTS and pool.discarded == 1
+    assert judge.log[2:] == ["reset-failed", "prepare"]
     pool.close()
     assert rt.leftovers() == []
 
 
 def test_a_judge_not_released_is_removed_never_reused() -> None:
-    rt = FakeRuntime({"python3": Reset()})
+    rt = FakeRuntime({"python3": Judge()})
     pool = JudgePool(rt)
-    task = load_task(EXAMPLES / "add")
-    cid, _ = pool.acquire(task, "img", "g-1")
+    first = lend(pool, ADD, "g-1")
+    compare(pool, ADD, "g-1")
     pool.finish("g-1")  # the grading failed or raised
-    assert cid not in rt.containers
-    other, reused = pool.acquire(task, "img", "g-2")
-    assert other != cid and not reused
+    assert first.cid not in rt.containers
+    other = lend(pool, ADD, "g-2")
+    assert other.cid != first.cid and not other.reused
     pool.close()
     assert rt.leftovers() == []
 
 
-def test_a_judge_whose_reset_is_not_clean_is_replaced() -> None:
-    for reset in (Reset(b"clean\nclean\n"), Reset(b"", 1), Reset(b"dirty\n")):
-        rt = FakeRuntime({"python3": reset})
-        pool = JudgePool(rt)
-        task = load_task(EXAMPLES / "add")
-        cid, _ = pool.acquire(task, "img", "g-1")
-        pool.release("g-1")
-        other, reused = pool.acquire(task, "img", "g-2")
-        assert other != cid and not reused and cid not in rt.containers
-        assert pool.discarded == 1
-        pool.close()
-        assert rt.leftovers() == []
+def _bound(rt: FakeRuntime, cid: str, target: str) -> Path:
+    (path,) = (b.source for b in rt.containers[cid].spec.binds if b.target == target)
+    return path
 
 
-def test_judges_are_per_task_and_lent_to_one_grading_at_a_time() -> None:
-    rt = FakeRuntime({"python3": Reset()})
+def test_a_judge_serves_another_task_with_that_tasks_files_in_its_place() -> None:
+    rt = FakeRuntime({"python3": Judge()})
     pool = JudgePool(rt, max_idle=2)
-    add, wc = load_task(EXAMPLES / "add"), load_task(EXAMPLES / "wordcount")
-    a1, _ = pool.acquire(add, "img", "g-1")
-    a2, _ = pool.acquire(add, "img", "g-2")  # a1 is lent: a second judge
-    w1, _ = pool.acquire(wc, "img", "g-3")
-    assert len({a1, a2, w1}) == 3
-    for gid in ("g-1", "g-2", "g-3"):
+    wc = load_task(EXAMPLES / "wordcount")
+
+    def judge_file(cid: str) -> bytes:
+        return (_bound(rt, cid, "/judge") / "cases.json").read_bytes()
+
+    _, a = grading(pool, ADD, "g-1")
+    assert judge_file(a) == (ADD.judge_dir / "cases.json").read_bytes()
+    w = lend(pool, wc, "g-2")
+    assert (w.cid, w.reused, pool.switched) == (a, True, 1)
+    assert judge_file(a) == (wc.judge_dir / "cases.json").read_bytes()
+    a2 = lend(pool, ADD, "g-3")  # the only judge is lent: a second one
+    assert a2.cid != a and not a2.reused
+    for gid, task in (("g-2", wc), ("g-3", ADD)):
+        compare(pool, task, gid)
         pool.release(gid)
-    assert a1 not in rt.containers  # over max idle: the least recently released is removed
-    assert pool.acquire(wc, "img", "g-4")[0] == w1
-    assert pool.acquire(add, "img", "g-5")[0] == a2
+    # Two idle judges, one per task: each task gets its own back, without a swap.
+    assert lend(pool, wc, "g-4").cid == a and lend(pool, ADD, "g-5").cid == a2.cid
+    assert pool.switched == 1 and pool.created == 2
     assert not JudgePool.reusable(load_task(EXAMPLES / "csv-sum"))
     pool.close()
     assert rt.leftovers() == []
@@ -90,20 +177,19 @@ def _judges(rt: FakeRuntime, pool: JudgePool) -> set[str]:
     return {cid for cid, c in rt.containers.items() if c.spec.grading_id == pool.gid}
 
 
-def test_idle_judges_are_capped_over_all_tasks_and_evicted_ones_removed() -> None:
+def test_idle_judges_are_capped_and_evicted_ones_removed_with_their_directories() -> None:
     """Issue 10 finding 7: 16 tasks at parallelism 2 kept 16 judges (one idle per task)."""
-    rt = FakeRuntime({"python3": Reset()})
-    cap, parallel = 4, 2
+    rt = FakeRuntime({"python3": Judge()})
+    cap, parallel = 1, 4
     pool = JudgePool(rt, cap)
-    base = load_task(EXAMPLES / "add")
-    tasks = [Task(base.root, base.config, f"sha256:{i:064x}") for i in range(16)]
-    handoffs: dict[str, Path] = {}
+    tasks = [Task(ADD.root, ADD.config, f"sha256:{i:064x}") for i in range(16)]
+    dirs: dict[str, list[Path]] = {}
     most = 0
-    for first in range(0, len(tasks), parallel):  # two gradings at a time, each a new task
+    for first in range(0, len(tasks), parallel):  # four gradings at a time, each a new task
         lent = []
         for i in range(first, first + parallel):
-            cid, _ = pool.acquire(tasks[i], "img", f"g-{i}")
-            handoffs[cid] = pool.handoff_dir(cid)
+            cid = lend(pool, tasks[i], f"g-{i}").cid
+            dirs[cid] = [_bound(rt, cid, "/handoff"), _bound(rt, cid, "/judge")]
             lent.append(f"g-{i}")
         most = max(most, len(_judges(rt, pool)))
         for n, gid in enumerate(lent, 1):
@@ -113,11 +199,38 @@ def test_idle_judges_are_capped_over_all_tasks_and_evicted_ones_removed() -> Non
             assert len(_judges(rt, pool)) - still_lent <= cap  # the idle ones
     assert most <= cap + parallel
     alive = _judges(rt, pool)
-    assert len(alive) == cap and len(handoffs) == 16
-    for cid, handoff in handoffs.items():  # an evicted judge leaves no handoff directory
-        assert handoff.is_dir() == (cid in alive)
-    # The least recently used went first: the last task's judge is still there, the first's not.
-    assert pool.acquire(tasks[15], "img", "g-a")[1] is True
-    assert pool.acquire(tasks[0], "img", "g-b")[1] is False
+    assert len(alive) == cap and pool.evicted == len(dirs) - cap
+    for cid, pair in dirs.items():  # an evicted judge leaves no directory behind
+        assert all(d.is_dir() == (cid in alive) for d in pair)
+    # The one kept is the one released last: it served the last task.
+    assert lend(pool, tasks[15], "g-a").cid in alive
     pool.close()
-    assert rt.leftovers() == [] and not any(h.exists() for h in handoffs.values())
+    assert rt.leftovers() == [] and not any(d.exists() for p in dirs.values() for d in p)
+
+
+def test_inputs_are_made_once_per_fixed_cases_task_within_a_byte_cap() -> None:
+    one = len(InputCache().inputs(ADD) or b"")
+    cache = InputCache(max_bytes=2 * one)
+    assert cache.inputs(CANARY) is None  # a generator prepares in the judge, per grading
+    tasks = [Task(ADD.root, ADD.config, f"sha256:{i:064x}") for i in range(3)]
+    got = [cache.inputs(t) for t in tasks]
+    assert all(g is not None and json.loads(g) == json.loads(got[0] or b"") for g in got)
+    assert [c["id"] for c in json.loads(got[0] or b"")] == ["small", "zero", "negative", "large"]
+    assert all("expected" not in c for c in json.loads(got[0] or b""))
+    # Two fit; the third dropped the least recently used (the first).
+    assert list(cache._by_task) == [tasks[1].digest, tasks[2].digest]
+
+
+def test_fill_replaces_the_whole_content_and_keeps_links_as_links(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    (src / "sub").mkdir(parents=True)
+    (src / "sub" / "data.json").write_text("[1]")
+    (src / "link").symlink_to("/etc/passwd")
+    dst.mkdir()
+    (dst / "old").mkdir()
+    (dst / "old" / "truth.json").write_text("[0]")
+    (dst / "stale").write_text("x")
+    fill(dst, src)
+    assert sorted(p.name for p in dst.iterdir()) == ["link", "sub"]
+    assert (dst / "sub" / "data.json").read_text() == "[1]"
+    assert (dst / "link").is_symlink() and str((dst / "link").readlink()) == "/etc/passwd"

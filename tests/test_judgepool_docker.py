@@ -3,6 +3,7 @@ left running and empties every writable place; a judge it cannot clean is replac
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import shutil
@@ -13,11 +14,26 @@ import pytest
 
 from assay._internal.model.task import load_task
 from assay._internal.runtime.docker import DockerRuntime
-from assay._internal.tiers.judgepool import JudgePool
+from assay._internal.tiers.fixedcases import fixed_cases
+from assay._internal.tiers.judgepool import JudgePool, Lent
+from assay._internal.tiers.strict import compare_argv, prepare_argv
 
 pytestmark = pytest.mark.docker
 
 ADD = Path(__file__).resolve().parent.parent / "examples" / "add"
+WORDCOUNT = ADD.parent / "wordcount"
+CANARY = ADD.parent / "canary"
+# The runner's report of a correct add(a, b) on the task's cases.
+RUNNER = json.dumps(
+    {
+        "runner": "x",
+        "cases": [
+            {"id": c["id"], "status": "ok", "duration_s": 0.0,
+             "output_b64": base64.b64encode(json.dumps(sum(c["input"])).encode()).decode()}
+            for c in json.loads((ADD / "judge" / "cases.json").read_text())
+        ],
+    }
+).encode()  # fmt: skip
 
 # What a judge compromised through its input could leave behind: detached processes (one
 # renamed to look like the keep-alive) and files in every writable place.
@@ -44,62 +60,133 @@ SURVEY = (
 )
 
 
+def _lend(pool: JudgePool, image: str, gid: str, task_dir: Path = ADD) -> Lent:
+    """As the strict tier does: a generator task's judge prepares, a fixed file's does not."""
+    task = load_task(task_dir)
+    prepare = None if fixed_cases(task) else prepare_argv(task, "7")
+    lent = pool.acquire(task, image, gid, prepare, 60.0, 1 << 20)
+    assert lent.prepare is None or lent.prepare.exit_code == 0, lent.prepare.stderr
+    return lent
+
+
 def _survey(rt: DockerRuntime, cid: str) -> dict[str, object]:
     res = rt.exec(cid, ("python3", "-I", "-c", SURVEY), deadline_s=30, output_cap=1 << 20)
     assert res.exit_code == 0, res.stderr
     return json.loads(res.stdout)  # type: ignore[no-any-return]
 
 
+def _mess(rt: DockerRuntime, cid: str, baseline: set[str]) -> None:
+    rt.exec(cid, ("sh", "-c", MESS), deadline_s=30, output_cap=0, capture=False)
+    rt.put_archive(cid, "/exchange", _tar_file("runner.json", b"{}"))
+    dirty = _survey(rt, cid)
+    assert len(dirty["procs"]) >= len(baseline) + 3  # type: ignore[arg-type]
+    # The decoy has the keep-alive's exact command line.
+    cmdlines = list(dirty["procs"].values())  # type: ignore[attr-defined]
+    assert cmdlines.count("sleep infinity ") == 2, cmdlines
+    assert all(dirty["files"].values())  # type: ignore[attr-defined]
+
+
+def _others(survey: dict[str, object]) -> set[str]:
+    return {p for p in survey["procs"] if int(p) != survey["me"]}  # type: ignore[attr-defined]
+
+
+def _judge_ls(rt: DockerRuntime, cid: str) -> list[str]:
+    res = rt.exec(cid, ("ls", "-A", "/judge"), deadline_s=30, output_cap=1 << 20)
+    return sorted(res.stdout.decode().split())
+
+
+def _judge_file(rt: DockerRuntime, cid: str) -> bytes:
+    return rt.exec(cid, ("cat", "/judge/cases.json"), deadline_s=30, output_cap=1 << 20).stdout
+
+
 def test_reset_kills_leftover_processes_and_empties_writable_places(
     docker_runtime: DockerRuntime, base_image: str
 ) -> None:
-    pool = JudgePool(docker_runtime)
-    task = load_task(ADD)
+    rt = docker_runtime
+    pool = JudgePool(rt)
     try:
-        cid, _ = pool.acquire(task, base_image, "g-a")
-        clean = _survey(docker_runtime, cid)
-        baseline = {p for p in clean["procs"] if int(p) != clean["me"]}  # type: ignore[attr-defined]
+        cid = _lend(pool, base_image, "g-a").cid
+        baseline = _others(_survey(rt, cid))
         assert len(baseline) == 2  # init and the keep-alive
-        docker_runtime.exec(cid, ("sh", "-c", MESS), deadline_s=30, output_cap=0, capture=False)
-        docker_runtime.put_archive(cid, "/exchange", _tar_file("runner.json", b"{}"))
-        dirty = _survey(docker_runtime, cid)
-        assert len(dirty["procs"]) >= len(baseline) + 3  # type: ignore[arg-type]
-        # The decoy has the keep-alive's exact command line.
-        cmdlines = list(dirty["procs"].values())  # type: ignore[attr-defined]
-        assert cmdlines.count("sleep infinity ") == 2, cmdlines
-        assert all(dirty["files"].values())  # type: ignore[attr-defined]
+        _mess(rt, cid, baseline)
         pool.release("g-a")
         pool.finish("g-a")
 
-        again, reused = pool.acquire(task, base_image, "g-b")
-        assert (again, reused) == (cid, True)
-        after = _survey(docker_runtime, cid)
-        left = {p for p in after["procs"] if int(p) != after["me"]}  # type: ignore[attr-defined]
-        assert left == baseline
+        # A generator task: its files are swapped in, and the reset runs first, then
+        # prepare, in one exec: what prepare wrote is all that is left.
+        again = _lend(pool, base_image, "g-b", CANARY)
+        assert (again.cid, again.reused, pool.switched) == (cid, True, 1)
+        assert again.prepare is not None and json.loads(again.prepare.stdout)  # the inputs
+        after = _survey(rt, cid)
+        assert _others(after) == baseline
+        assert after["files"] == {
+            "/state": ["cases.json"],
+            "/exchange": [],
+            "/tmp": [],
+            "/dev/shm": [],
+        }
+        assert _judge_ls(rt, cid) == sorted(p.name for p in (CANARY / "judge").iterdir())
+        _mess(rt, cid, baseline)
+        pool.release("g-b")
+
+        # A fixed cases file: no exec runs before the candidate's, so the mess is still there
+        # until compare resets the judge first, in its own exec.
+        third = _lend(pool, base_image, "g-c")
+        assert (third.cid, third.reused, third.prepare, pool.switched) == (cid, True, None, 2)
+        assert _judge_file(rt, cid) == (ADD / "judge" / "cases.json").read_bytes()
+        assert len(_others(_survey(rt, cid))) > len(baseline)
+        task = load_task(ADD)
+        used, res = pool.compare(
+            "g-c", task, compare_argv(task, "/handoff/runner.json"), RUNNER, 60.0, 1 << 20
+        )
+        assert used == cid and res.exit_code == 0, res.stderr
+        report = json.loads(res.stdout)  # the proof of the reset is not part of it
+        assert [c["status"] for c in report["cases"]] == ["pass"] * len(report["cases"])
+        after = _survey(rt, cid)
+        assert _others(after) == baseline
         assert after["files"] == {d: [] for d in ("/state", "/exchange", "/tmp", "/dev/shm")}
-        pool.finish("g-b")
+        pool.finish("g-c")
     finally:
         pool.close()
-    assert docker_runtime.leftovers(pool.gid) == []
+    assert rt.leftovers(pool.gid) == []
 
 
+@pytest.mark.parametrize("when", ["prepare", "compare"])
 def test_a_judge_the_reset_cannot_empty_is_replaced(
-    docker_runtime: DockerRuntime, base_image: str
+    docker_runtime: DockerRuntime, base_image: str, when: str
 ) -> None:
+    """A generator task's judge is reset with its prepare; a fixed cases file's, with its
+    compare (its inputs come from the cache). Either way a judge the reset cannot empty is
+    removed and a new one does the step."""
+    task_dir = CANARY if when == "prepare" else ADD
     pool = JudgePool(docker_runtime)
-    task = load_task(ADD)
     try:
-        cid, _ = pool.acquire(task, base_image, "g-a")
+        cid = _lend(pool, base_image, "g-a", task_dir).cid
         # A root-owned directory with content: the judge's user cannot empty it.
         docker_runtime.put_archive(cid, "/exchange", _tar_dir_with_file("locked", "f"))
         pool.release("g-a")
-        other, reused = pool.acquire(task, base_image, "g-b")
-        assert other != cid and not reused
-        assert pool.discarded == 1
+        other = _lend(pool, base_image, "g-b", task_dir)
+        if when == "compare":
+            assert other.cid == cid and other.reused  # no exec yet
+            task = load_task(ADD)
+            argv = compare_argv(task, "/handoff/runner.json")
+            used, res = pool.compare("g-b", task, argv, RUNNER, 60.0, 1 << 20)
+            assert used != cid and res.exit_code == 0, res.stderr
+            assert json.loads(res.stdout)["cases"]  # the new judge compared
+        else:
+            assert other.cid != cid and not other.reused
+        assert pool.discarded == 1 and cid not in {c.id for c in _pool_containers(pool)}
         pool.finish("g-b")
     finally:
         pool.close()
     assert docker_runtime.leftovers(pool.gid) == []
+
+
+def _pool_containers(pool: JudgePool) -> list[object]:
+    import docker
+
+    flt = {"label": f"assay.grading={pool.gid}"}
+    return docker.from_env().containers.list(all=True, filters=flt)  # type: ignore[no-any-return]
 
 
 def _tar_file(name: str, data: bytes) -> bytes:
@@ -127,7 +214,8 @@ def test_idle_judges_stay_under_one_cap_across_many_tasks(
     docker_runtime: DockerRuntime, base_image: str, tmp_path: Path
 ) -> None:
     """Issue 10 finding 7: six tasks at parallelism 2, the pool capped at 2 idle judges. Per
-    task capping kept one judge per task (6) alive until the batch ended."""
+    task capping kept one judge per task (6) alive until the batch ended. Issue 17: a judge
+    serves the next task instead (its judge files swapped), so no more than two are made."""
     import tempfile
     import threading
 
@@ -181,8 +269,10 @@ def test_idle_judges_stay_under_one_cap_across_many_tasks(
             tmp_path / "out", jobs, tasks, grade, Ed25519PrivateKey.generate(), parallel
         )
         assert res.tally.passed == 6, (res.tally.failures, res.tally.error_list)
-        assert (judges(), handoffs()) == (cap, cap)  # idle after the batch: the cap, no more
-        assert pool.created == 6 and pool.evicted == 4
+        assert (judges(), handoffs()) == (pool.created,) * 2  # idle after the batch: no more
+        # Six tasks, at most two gradings at a time: judges serve one task after another.
+        assert pool.created <= parallel and pool.evicted == 0
+        assert pool.switched == pool.reused == 6 - pool.created
     finally:
         done.set()
         sampler.join()

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 from e2e import EXAMPLES
 
-from assay._internal.model.task import load_task
+from assay._internal.model.task import Task, load_task
 from assay._internal.runtime import RuntimeError_
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
 from assay._internal.tiers.judgepool import RESET_ARGV, JudgePool
 from assay._internal.tiers.strict import Source, grade_strict
 
-TASK = load_task(EXAMPLES / "add")
+TASK = load_task(EXAMPLES / "add")  # a fixed cases file: the controller makes the inputs
+GEN_TASK = load_task(EXAMPLES / "canary")  # a generator: the judge prepares them
 SOLUTION = EXAMPLES / "add/solutions/correct"
 IDS = ["small", "zero", "negative", "large"]
 INPUTS = json.dumps([{"id": i, "input": [1, 2]} for i in IDS]).encode()
@@ -48,22 +49,30 @@ class Script:
         self.prepare, self.runner = prepare, runner
         self.compare = compare or (0, report())
         self.calls: list[str] = []
+        self.inputs: object = None  # what the runner found in /inputs
 
     def __call__(
         self, c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
     ) -> tuple[int, bytes, bytes]:
-        if argv == RESET_ARGV:  # a pooled judge being reset between gradings
-            return 0, b"clean\n", b""
+        if argv[:3] == RESET_ARGV:  # a pooled judge reset, then preparing the next grading
+            assert argv[3] == "--then"
+            code, out, err = self(c, argv[4:], env)
+            return code, b"clean\n" + out, err
         step = argv[3] if argv[2] == "/assay/judge.py" else "runner"
         self.calls.append(step)
+        if step == "runner":
+            (inputs,) = (b.source for b in c.spec.binds if b.target == "/inputs")
+            self.inputs = json.loads((inputs / "cases.json").read_bytes())
         code, out = {"prepare": self.prepare, "runner": self.runner, "compare": self.compare}[step]
         return code, out, b""
 
 
-def run(script: Script, submission: Path | None = None) -> tuple[FakeRuntime, object]:
+def run(
+    script: Script, submission: Path | None = None, task: Task = TASK
+) -> tuple[FakeRuntime, object]:
     rt = FakeRuntime(programs={"python3": script})
     sub = submission or EXAMPLES / "add/solutions/correct"
-    verdict = grade_strict(rt, TASK, Source(path=sub), "img")
+    verdict = grade_strict(rt, task, Source(path=sub), "img")
     assert rt.leftovers() == [], "the grading left containers behind"
     return rt, verdict
 
@@ -71,9 +80,20 @@ def run(script: Script, submission: Path | None = None) -> tuple[FakeRuntime, ob
 def test_honest_script_passes() -> None:
     # The control: without it, every failing test below could fail for an unrelated reason.
     script = Script()
-    _, v = run(script)
+    _, v = run(script, task=GEN_TASK)
     assert v.passed and v.score == 1.0 and v.reason_codes == []  # type: ignore[attr-defined]
     assert script.calls == ["prepare", "runner", "compare"]
+    assert script.inputs == json.loads(INPUTS)
+
+
+def test_a_fixed_cases_file_gives_the_inputs_without_a_prepare_in_the_judge() -> None:
+    script = Script()
+    _, v = run(script)
+    assert v.passed and v.score == 1.0 and v.reason_codes == []  # type: ignore[attr-defined]
+    assert script.calls == ["runner", "compare"]
+    # The candidate gets each case's id and input from the task's file, never its expected value.
+    cases = json.loads((TASK.judge_dir / "cases.json").read_text())
+    assert script.inputs == [{"id": c["id"], "input": c["input"]} for c in cases]
 
 
 @pytest.mark.parametrize(
@@ -85,7 +105,7 @@ def test_honest_script_passes() -> None:
 )
 def test_broken_prepare_is_an_error_verdict(prepare: tuple[int, bytes], reason: str) -> None:
     script = Script(prepare=prepare)
-    _, v = run(script)
+    _, v = run(script, task=GEN_TASK)
     assert not v.passed and reason in v.reason_codes  # type: ignore[attr-defined]
     assert "runner" not in script.calls
 
@@ -97,7 +117,7 @@ def test_failed_prepare_is_an_infrastructure_error_not_a_fail() -> None:
     script = Script(prepare=(1, INPUTS))
     rt = FakeRuntime(programs={"python3": script})
     with pytest.raises(RuntimeError_, match="prepare step failed"):
-        grade_strict(rt, TASK, Source(path=SOLUTION), "img")
+        grade_strict(rt, GEN_TASK, Source(path=SOLUTION), "img")
     assert rt.leftovers() == []
     assert "runner" not in script.calls
 
@@ -143,7 +163,7 @@ def test_runner_killed_inside_a_running_container_is_a_fail() -> None:
         compare=(0, report({i: "fail" for i in IDS}, reasons=["runner:invalid-output"])),
     )
     _, v = run(script)
-    assert script.calls == ["prepare", "runner", "compare"]  # judged, not an error
+    assert script.calls == ["runner", "compare"]  # judged, not an error
     assert not v.passed and "runner:invalid-output" in v.reason_codes  # type: ignore[attr-defined]
 
 
@@ -191,7 +211,7 @@ def test_firewall_refusal_stops_before_the_candidate(tmp_path: Path) -> None:
     _, v = run(script, sub)
     assert not v.passed
     assert any(r.startswith("firewall:") for r in v.reason_codes), v.reason_codes  # type: ignore[attr-defined]
-    assert script.calls == ["prepare"]
+    assert script.calls == []  # the runner never started (nor did a prepare: a fixed file)
 
 
 def test_image_digests_name_each_role_and_the_image_it_ran() -> None:

@@ -1,8 +1,9 @@
 """The trusted judge, inside the judge container. It never imports or runs candidate code.
 
-`prepare` loads or generates the cases (expected values stay in /state, inside this
-container); it prints the inputs only. `compare` reads the runner's output bytes as
-data, with size, depth and number limits, and prints a report of per-case statuses.
+`prepare` loads or generates the cases (expected values stay in this container: generated
+ones in /state, a fixed file's where the task keeps it); it prints the inputs only. `compare`
+reads the runner's output bytes as data, with size, depth and number limits, and prints a
+report of per-case statuses.
 """
 
 import argparse
@@ -353,8 +354,16 @@ def actual_value(kind: str, rc: dict[str, Any], index: int, cap: int) -> Any:
 
 
 def cmd_compare(a: argparse.Namespace) -> None:
-    with open(STATE, encoding="utf-8") as fh:
-        cases = json.load(fh)
+    if getattr(a, "cases", None):
+        # A fixed cases file: the expected values are read where the task keeps them
+        # (read-only), so a pooled judge needs no `prepare` per grading.
+        try:
+            cases = load_case_file(os.path.join("/judge", a.cases), a.custom_file, a.kind)
+        except BadCase as exc:
+            raise SystemExit(f"judge: {exc}") from None
+    else:  # generated cases: prepare left them in /state
+        with open(STATE, encoding="utf-8") as fh:
+            cases = json.load(fh)
     reasons = []
     report = []
     diagnostics: list[dict[str, Any]] = []
@@ -441,6 +450,8 @@ def main() -> None:
     c.add_argument("--output-cap", type=int, required=True)
     c.add_argument("--runner-output", default="/exchange/runner.json")
     c.add_argument("--diagnostics", choices=("none", "owner"), default="none")
+    c.add_argument("--cases")
+    c.add_argument("--custom-file", action="store_true")
     a = ap.parse_args()
     # Deep enough for MAX_DEPTH values (a $dict level is 3 JSON levels), and no deeper.
     sys.setrecursionlimit(1000)

@@ -1,9 +1,13 @@
-"""Reset a pooled judge container between two gradings of the same task (docs/security.md).
+"""Reset a pooled judge container between two gradings (docs/security.md).
 
 Run by the controller, as the judge's user, before the judge serves another grading. Kills
 every process except the container's init and its keep-alive, then empties every writable
 place. Prints exactly "clean" only when, checked afterwards, nothing else runs and nothing is
 left; the controller discards the judge on any other outcome.
+
+`--then python3 -I /assay/judge.py prepare|compare ARGS...`: once clean, this process becomes
+the judge's `prepare` for the next grading, or its `compare` (one engine exec instead of two).
+Nothing but those commands is accepted, and they start only after the proof is printed.
 
 The keep-alive is the oldest process after init: it started with the container, before any
 exec, and a start time cannot be forged. If it were killed the container would stop and this
@@ -17,6 +21,8 @@ import sys
 import time
 
 WRITABLE = ("/state", "/exchange", "/tmp", "/dev/shm")
+THEN = ["--then", "python3", "-I", "/assay/judge.py"]
+STEPS = (["prepare"], ["compare"])
 
 
 def processes() -> dict[int, int]:
@@ -66,6 +72,9 @@ def empty(top: str) -> None:
 
 
 def main() -> None:
+    then = sys.argv[1:]
+    if then and (then[: len(THEN)] != THEN or then[len(THEN) : len(THEN) + 1] not in STEPS):
+        sys.exit("judge-reset: --then takes only the judge's prepare or compare")
     keep = spared()
     if not kill_others(keep):
         sys.exit("judge-reset: processes keep appearing")
@@ -79,7 +88,10 @@ def main() -> None:
     dirty = [top for top in WRITABLE if os.path.isdir(top) and os.listdir(top)]
     if left or dirty:
         sys.exit("judge-reset: not clean")
-    print("clean")
+    print("clean", flush=True)
+    if then:
+        # The same pid, so the process this reset spared is the one that prepares.
+        os.execv(sys.executable, [sys.executable, *then[2:]])  # noqa: S606 (fixed argv)
 
 
 if __name__ == "__main__":

@@ -147,8 +147,11 @@ def grade_many_cmd(
             )
             if ray_insecure_no_auth:
                 err.print("warning: Ray token authentication is off (--ray-insecure-no-auth)")
-            with _progress(err) as progress:
-                result = drain(batch.run(out, progress))
+            try:
+                with _progress(err) as progress:
+                    result = drain(batch.run(out, progress))
+            finally:
+                grader.close()  # the reused judges go with the batch's last grading
     finally:
         signal.signal(signal.SIGTERM, previous)
     t = result.tally

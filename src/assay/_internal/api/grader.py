@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Generator, Iterable, Iterator
+import weakref
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -81,7 +82,9 @@ class Grader:
     `image`: the base image (default: $ASSAY_BASE_IMAGE, else assay-base:latest).
     `key`: the signing key's path; created with its public half on first use (default: the
     per-user key, ~/.config/assay/signing.key). `reuse_judges`: lend reset judge containers
-    across gradings of one task instead of starting one per grading (docs/security.md).
+    from one grading to the next, of one task or another, instead of starting one per grading
+    (docs/security.md). The judges stay, idle, between `grade` and `grade_many` calls until
+    `close()` (or the end of a `with` block, or of the process).
 
     Raises `assay.errors.KeyFileError` if the key cannot be loaded or created.
     """
@@ -104,6 +107,7 @@ class Grader:
         """The public key that verifies this grader's envelopes (give it to `assay.verify`)."""
         self.created_key = created
         self._judges: JudgePool | None = None
+        self._closer: Callable[[], object] | None = None
 
     # -- one submission ----------------------------------------------------------------------
 
@@ -222,16 +226,22 @@ class Grader:
             self._runtime = docker_runtime(self.oci_runtime)
         return self._runtime
 
-    def _pool(self, rt: Runtime) -> JudgePool:
+    def _pool(self, rt: Runtime, max_idle: int = 8) -> JudgePool:
+        """The grader's one judge pool, shared by its gradings and batches (an RL loop's
+        batch per step finds its judges warm), holding at least `max_idle` idle judges."""
         if self._judges is None:
-            self._judges = JudgePool(rt)
+            self._judges = JudgePool(rt, max_idle)
+            # Removed with the grader or at the latest when the interpreter exits, also for
+            # a caller that never closes it.
+            self._closer = weakref.finalize(self, self._judges.close)
+        self._judges.max_idle = max(self._judges.max_idle, max_idle)
         return self._judges
 
     def close(self) -> None:
         """Remove the judges kept for reuse, if any."""
-        if self._judges is not None:
-            self._judges.close()
+        if self._judges is not None and self._closer is not None:
             self._judges = None
+            self._closer()
 
     def __enter__(self) -> Grader:
         return self
@@ -290,8 +300,10 @@ class Batch:
                 facts=self.ray.facts,
             )  # fmt: skip
             return (yield from self._results(on_ray))
-        judges = JudgePool(self.rt, max_idle=2 * self.parallel) if g.reuse_judges else None
-        shared = [Shared("judge-pool", judges.gid, judges.close)] if judges else []
+        judges = g._pool(self.rt, 2 * self.parallel) if g.reuse_judges else None
+        # The pool outlives the batch (the grader closes it); its label is logged so that a
+        # killed run's next run sweeps its judges.
+        shared = [Shared("judge-pool", judges.gid, lambda: None)] if judges else []
 
         grade = batch_grader(self.rt, self.tiers, g.image, judges)
 

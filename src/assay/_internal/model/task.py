@@ -4,6 +4,7 @@ the judge). Parsing is strict: an unknown or missing key is an error naming file
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tomllib
 from pathlib import Path, PurePosixPath
@@ -320,6 +321,21 @@ def check_case_file(path: Path, config: TaskConfig) -> None:
         raise TaskError(str(path), str(exc)) from None
     except OSError as exc:
         raise TaskError(str(path), f"cannot read: {exc.strerror}") from None
+
+
+def case_file_inputs(path: Path, config: TaskConfig) -> bytes:
+    """What the judge's `prepare` prints for a fixed cases file: each case's id and input, no
+    expected value. Made by the judge's own code, so both give the same bytes."""
+    from assay._incontainer import judge
+
+    assert config.judge is not None
+    try:
+        cases = judge.load_case_file(str(path), config.judge.custom is not None, config.kind)
+    except judge.BadCase as exc:
+        raise TaskError(str(path), str(exc)) from None
+    except OSError as exc:
+        raise TaskError(str(path), f"cannot read: {exc.strerror}") from None
+    return json.dumps([{"id": c["id"], "input": c["input"]} for c in cases]).encode()
 
 
 UNDIGESTED_TOP = frozenset({"solutions", "attempts"})

@@ -13,10 +13,14 @@ JUDGE_LIMITS = Limits(memory_bytes=1 << 30, pids=64, cpus=1.0)
 HANDOFF = "/handoff"
 
 
-def judge_spec(task: Task, image: str, gid: str, handoff: Path | None = None) -> ContainerSpec:
+def judge_spec(
+    task: Task, image: str, gid: str, handoff: Path | None = None, files: Path | None = None
+) -> ContainerSpec:
     """`handoff`: a host directory, read-only at /handoff, where the controller leaves the
-    runner's output for `compare` (a file write instead of an archive upload per grading)."""
-    binds = [Bind(task.judge_dir, "/judge"), Bind(INCONTAINER, "/assay")]
+    runner's output for `compare` (a file write instead of an archive upload per grading).
+    `files`: what to bind at /judge instead of the task's judge directory (a pooled judge's
+    own copy, which the pool refills when the judge serves another task)."""
+    binds = [Bind(files or task.judge_dir, "/judge"), Bind(INCONTAINER, "/assay")]
     if handoff is not None:
         binds.append(Bind(handoff, HANDOFF))
     return ContainerSpec(

@@ -36,6 +36,7 @@ from ..runtime import (
 from ..runtime.base import ceilings_hit
 from ..runtime.scope import new_grading_id
 from .controller import Grading, Source
+from .fixedcases import INPUTS
 from .intake import Refused, through_firewall
 from .judge_report import INVALID_OUTPUT, verdict_from_judge
 from .judgespec import HANDOFF, INCONTAINER, judge_spec
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from .judgepool import JudgePool
 
 MAX_INPUTS_BYTES = 16 << 20
+MAX_REPORT_BYTES = 8 << 20
 PHASE_SLACK_S = 30.0
 STOPPED_PROBE_S = 2.0
 
@@ -95,6 +97,8 @@ def compare_argv(task: Task, runner_output: str = "/exchange/runner.json") -> tu
     ]  # fmt: skip
     if j.custom:
         argv += ["--custom", j.custom]
+    if j.cases:  # expected values read from the task's file, not from prepare's /state
+        argv += ["--cases", j.cases] + (["--custom-file"] if j.custom else [])
     return tuple(argv)
 
 
@@ -181,22 +185,28 @@ def grade_strict(
         inputs.chmod(0o755)
         seed = str(secrets.randbits(128))
 
-        def start_judge() -> tuple[str, ExecResult, Path]:
+        # A fixed cases file's inputs are made by the controller: the judge then runs no
+        # prepare (fixedcases.py); a generator runs in the judge with this grading's seed.
+        fixed = INPUTS.inputs(task)
+
+        def start_judge() -> tuple[str, ExecResult | None, Path | None]:
             t0 = monotonic()
+            argv = None if fixed is not None else prepare_argv(task, seed)
             if judges is not None and judges.reusable(task):
-                judge, reused = judges.acquire(task, image, g.gid)
+                lent = judges.acquire(task, image, g.gid, argv, lim.total_timeout, MAX_INPUTS_BYTES)
                 g.used("judge", image)  # the pool created it, not this grading's scope
-                handoff = judges.handoff_dir(judge)
-                if reused:
+                if lent.reused:
                     reasons.append("note:judge-reused")
-            else:
-                handoff = scope.tempdir("handoff")
-                handoff.chmod(0o755)
-                judge = scope.container(judge_spec(task, image, g.gid, handoff))
-            prep = rt.exec(
-                judge, prepare_argv(task, seed),
-                deadline_s=lim.total_timeout, output_cap=MAX_INPUTS_BYTES,
-            )  # fmt: skip
+                g.lap("judge_prepare", t0)
+                return lent.cid, lent.prepare, None
+            handoff = scope.tempdir("handoff")
+            handoff.chmod(0o755)
+            judge = scope.container(judge_spec(task, image, g.gid, handoff))
+            prep = None
+            if argv is not None:
+                prep = rt.exec(
+                    judge, argv, deadline_s=lim.total_timeout, output_cap=MAX_INPUTS_BYTES
+                )
             g.lap("judge_prepare", t0)
             return judge, prep, handoff
 
@@ -213,14 +223,16 @@ def grade_strict(
                 )
                 g.lap("candidate_start", t0)
         judge, prep, handoff = judge_job.result()
-        if prep.exit_code != 0:
+        if prep is not None and prep.exit_code != 0:
             # No candidate output exists yet, so nothing the submission did can explain this: it
             # is a broken task or engine, never a verdict on the submission (no signed fail).
             raise RuntimeError_(
                 f"the judge's prepare step failed ({_how(prep)}): {_tail(prep.stderr)}"
             )
         try:
-            cases = loads_strict(prep.stdout, max_bytes=MAX_INPUTS_BYTES)
+            raw = fixed if prep is None else prep.stdout
+            assert raw is not None
+            cases = loads_strict(raw, max_bytes=MAX_INPUTS_BYTES)
             n_cases = len(cases)
             (inputs / "cases.json").write_bytes(json.dumps(cases).encode())
             (inputs / "cases.json").chmod(0o644)
@@ -264,12 +276,18 @@ def grade_strict(
         # raised) before any verdict leaves this function.
         with Background(lambda: scope.discard(cand)) as removal:
             t0 = monotonic()
-            (handoff / "runner.json").write_bytes(run.stdout)
-            (handoff / "runner.json").chmod(0o644)
-            cmp = rt.exec(
-                judge, compare_argv(task, f"{HANDOFF}/runner.json"),
-                deadline_s=lim.total_timeout, output_cap=8 << 20,
-            )  # fmt: skip
+            argv = compare_argv(task, f"{HANDOFF}/runner.json")
+            if handoff is None:  # a pooled judge (it may be another than the one prepared)
+                assert judges is not None
+                judge, cmp = judges.compare(
+                    g.gid, task, argv, run.stdout, lim.total_timeout, MAX_REPORT_BYTES
+                )
+            else:
+                (handoff / "runner.json").write_bytes(run.stdout)
+                (handoff / "runner.json").chmod(0o644)
+                cmp = rt.exec(
+                    judge, argv, deadline_s=lim.total_timeout, output_cap=MAX_REPORT_BYTES
+                )
             g.lap("judge_compare", t0)
         removal.result()
         if cmp.exit_code != 0:
