@@ -236,6 +236,7 @@ def main() -> int:
             for c in client.containers.list(all=True, filters={"label": LABEL}):
                 c.remove(force=True)
             client.images.remove(PEER_IMAGE)
+            grader.close()  # T3's judges, kept across chunks like a training loop's batches
     n = len(probs)
     rows = {
         k: {

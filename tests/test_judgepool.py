@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from assay._internal.model.task import Task, load_task
-from assay._internal.runtime import ExecResult
+from assay._internal.runtime import CensusUnavailable, ExecResult
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
 from assay._internal.tiers.fixedcases import InputCache, fixed_cases
 from assay._internal.tiers.judgepool import RESET_ARGV, JudgePool, Lent, fill
@@ -234,3 +234,33 @@ def test_fill_replaces_the_whole_content_and_keeps_links_as_links(tmp_path: Path
     assert sorted(p.name for p in dst.iterdir()) == ["link", "sub"]
     assert (dst / "sub" / "data.json").read_text() == "[1]"
     assert (dst / "link").is_symlink() and str((dst / "link").readlink()) == "/etc/passwd"
+
+
+def test_a_judge_still_running_a_process_after_its_grading_is_never_lent_again() -> None:
+    """The reset alone is no proof: a process left behind could ptrace it as it starts
+    (docs/security.md). So the pool lists the judge's processes from outside at release."""
+    rt = FakeRuntime({"python3": Judge()})
+    pool = JudgePool(rt)
+    first = lend(pool, ADD, "g-1")
+    compare(pool, ADD, "g-1")
+    # What a compromised compare could leave: a process that outlives its exec.
+    rt.exec(first.cid, ("sh", "-c", "sleep 600 &"), deadline_s=5, output_cap=64)
+    pool.release("g-1")
+    assert first.cid not in rt.containers and pool.leftovers == 1 and pool.discarded == 1
+    assert lend(pool, ADD, "g-2").cid != first.cid
+    pool.close()
+    assert rt.leftovers() == []
+
+
+def test_a_judge_whose_processes_cannot_be_listed_serves_one_grading_only() -> None:
+    class NoCensus(FakeRuntime):
+        def census(self, cid: str) -> frozenset[int]:
+            raise CensusUnavailable("no outside view")
+
+    rt = NoCensus({"python3": Judge()})
+    pool = JudgePool(rt)
+    _, cid = grading(pool, ADD, "g-1")
+    assert cid not in rt.containers
+    assert not lend(pool, ADD, "g-2").reused
+    pool.close()
+    assert rt.leftovers() == []

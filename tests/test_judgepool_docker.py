@@ -8,6 +8,7 @@ import io
 import json
 import shutil
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -108,9 +109,11 @@ def test_reset_kills_leftover_processes_and_empties_writable_places(
         cid = _lend(pool, base_image, "g-a").cid
         baseline = _others(_survey(rt, cid))
         assert len(baseline) == 2  # init and the keep-alive
-        _mess(rt, cid, baseline)
         pool.release("g-a")
         pool.finish("g-a")
+        # Planted after the release (past the pool's census, which would have discarded the
+        # judge): the reset is the second line, and must hold on its own too.
+        _mess(rt, cid, baseline)
 
         # A generator task: its files are swapped in, and the reset runs first, then
         # prepare, in one exec: what prepare wrote is all that is left.
@@ -126,8 +129,8 @@ def test_reset_kills_leftover_processes_and_empties_writable_places(
             "/dev/shm": [],
         }
         assert _judge_ls(rt, cid) == sorted(p.name for p in (CANARY / "judge").iterdir())
-        _mess(rt, cid, baseline)
         pool.release("g-b")
+        _mess(rt, cid, baseline)
 
         # A fixed cases file: no exec runs before the candidate's, so the mess is still there
         # until compare resets the judge first, in its own exec.
@@ -280,3 +283,134 @@ def test_idle_judges_stay_under_one_cap_across_many_tasks(
     assert most <= cap + parallel
     assert (judges(), handoffs()) == (0, 0)
     assert docker_runtime.leftovers(pool.gid) == []
+
+
+def test_a_graders_judges_serve_its_later_batches_and_go_with_it(
+    docker_runtime: DockerRuntime, base_image: str, tmp_path: Path
+) -> None:
+    """An RL loop grades a batch per step with one Grader: the second batch, of other tasks,
+    starts no judge; closing the grader removes them; a grader never closed is cleaned up by
+    its finalizer."""
+    import gc
+
+    import assay
+
+    def batch(grader: assay.Grader, n: int) -> list[bool]:
+        jobs = [
+            assay.Job(str(task), task / "solutions" / "correct", id=f"{task.name}-{n}-{i}")
+            for i, task in enumerate((ADD, WORDCOUNT, ADD, WORDCOUNT))
+        ]
+        return [g.verdict.passed for g in grader.grade_many(jobs, parallel=2)]
+
+    grader = assay.Grader(runtime=docker_runtime, image=base_image, reuse_judges=True)
+    assert batch(grader, 1) == [True] * 4
+    pool = grader._judges
+    assert pool is not None and 1 <= pool.created <= 2
+    made = pool.created
+    assert batch(grader, 2) == [True] * 4
+    assert grader._judges is pool and pool.created == made and pool.reused == 8 - made
+    assert len(_pool_containers(pool)) == made  # idle between batches, not removed
+    grader.close()
+    assert _pool_containers(pool) == [] and docker_runtime.leftovers(pool.gid) == []
+
+    forgotten = assay.Grader(runtime=docker_runtime, image=base_image, reuse_judges=True)
+    assert batch(forgotten, 3) == [True] * 4
+    pool = forgotten._judges
+    assert pool is not None and _pool_containers(pool)
+    del forgotten
+    gc.collect()
+    assert _pool_containers(pool) == [] and docker_runtime.leftovers(pool.gid) == []
+
+
+# A process a compromised compare could leave behind: it waits for the judge's next command
+# and ptrace-attaches to it as it starts, the way it would to forge the reset's proof.
+ATTACHER = r"""
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+me = os.getpid()
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    for e in os.listdir("/proc"):
+        if not e.isdigit() or int(e) in (1, me):
+            continue
+        try:
+            cmd = open(f"/proc/{e}/cmdline", "rb").read()
+        except OSError:
+            continue
+        if b"the-next" + b"-command" in cmd:  # split: its own command line holds this source
+            if os.fork() == 0:  # a child attaches and exits, which detaches: the target goes on
+                ok = libc.ptrace(0x4206, int(e), 0, 0) == 0  # PTRACE_SEIZE: no stop
+                open("/tmp/attached", "w").write("yes" if ok else os.strerror(ctypes.get_errno()))
+                os._exit(0)
+            os.wait()
+            time.sleep(60)  # and stay, for the judge's next grading
+            sys.exit(0)
+    time.sleep(0.005)
+"""
+
+
+def test_a_process_left_in_a_judge_can_ptrace_its_next_command(
+    docker_runtime: DockerRuntime, base_image: str
+) -> None:
+    """The attack primitive the pool's census closes (docs/security.md): the judge's own uid,
+    under every hardening the judge has, may attach to a later exec's process."""
+    rt = docker_runtime
+    pool = JudgePool(rt)
+    try:
+        cid = _lend(pool, base_image, "g-a").cid
+        background = ("sh", "-c", 'python3 -c "$0" >/dev/null 2>&1 &', ATTACHER)
+        rt.exec(cid, background, deadline_s=30, output_cap=1024)
+        nxt = ("python3", "-c", "import time; time.sleep(1.5)  # the-next-command")
+        assert rt.exec(cid, nxt, deadline_s=30, output_cap=1024).exit_code == 0
+        seen = rt.exec(cid, ("cat", "/tmp/attached"), deadline_s=30, output_cap=1024)
+        assert seen.stdout == b"yes", seen
+        # The pool does not lend this judge again: its census at release sees the attacker.
+        pool.release("g-a")
+        assert pool.leftovers == 1 and pool.discarded == 1
+        assert cid not in {c.id for c in _pool_containers(pool)}
+    finally:
+        pool.close()
+    assert rt.leftovers(pool.gid) == []
+
+
+def test_an_honest_judge_passes_its_census_and_is_lent_again(
+    docker_runtime: DockerRuntime, base_image: str
+) -> None:
+    """The control for the test above: after a real compare nothing is left, so reuse holds."""
+    pool = JudgePool(docker_runtime)
+    try:
+        task = load_task(ADD)
+        for gid in ("g-a", "g-b", "g-c"):
+            lent = _lend(pool, base_image, gid)
+            argv = compare_argv(task, "/handoff/runner.json")
+            _, res = pool.compare(gid, task, argv, RUNNER, 60.0, 1 << 20)
+            assert res.exit_code == 0, res.stderr
+            pool.release(gid)
+            assert lent.reused == (gid != "g-a")
+        assert (pool.created, pool.leftovers, pool.discarded) == (1, 0, 0)
+    finally:
+        pool.close()
+    assert docker_runtime.leftovers(pool.gid) == []
+
+
+def test_a_grader_never_closed_leaves_no_judge_at_interpreter_exit(
+    docker_runtime: DockerRuntime, base_image: str, tmp_path: Path
+) -> None:
+    """At exit no new thread can start: the finalizer must remove the judges all the same."""
+    import subprocess
+    import sys
+
+    script = (
+        "import assay, sys\n"
+        f"g = assay.Grader(image={base_image!r}, reuse_judges=True, key={str(tmp_path / 'k')!r})\n"
+        f"v = g.grade({str(ADD)!r}, {str(ADD / 'solutions' / 'correct')!r}).verdict\n"
+        "print(g._judges.gid)\n"
+        "sys.exit(0 if v.passed else 1)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    gid = proc.stdout.strip()
+    assert gid.startswith("g-") and docker_runtime.leftovers(gid) == []
+    assert not list(Path(tempfile.gettempdir()).glob(f"assay-{gid}-*"))

@@ -8,9 +8,7 @@ report of per-case statuses.
 
 import argparse
 import base64
-import difflib
 import importlib.util
-import inspect
 import json
 import math
 import os
@@ -245,6 +243,8 @@ class Comparator:
             fn = self.custom.compare
             # compare(expected, actual) is the older form; compare(input, expected, actual) sees
             # the case input too (property checks).
+            import inspect  # only for a custom comparator: every compare pays its import
+
             self.custom_takes_input = len(inspect.signature(fn).parameters) >= 3
 
     def __call__(self, case: dict[str, Any], actual: Any) -> tuple[bool, str]:
@@ -299,6 +299,8 @@ def diagnose(case: dict[str, Any], actual: Any, why: str) -> dict[str, Any]:
     act_shown = act_text if both_text and act_text is not None else repr(actual)
     diff = ""
     if both_text:
+        import difflib  # only for a failed case's diagnostics
+
         lines = difflib.unified_diff(
             exp_shown[: DIAG_CHARS * 8].splitlines(),
             act_shown[: DIAG_CHARS * 8].splitlines(),

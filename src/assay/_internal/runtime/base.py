@@ -87,6 +87,11 @@ class RuntimeError_(InfrastructureError):
     """The backend failed in a way that leaves no trustworthy result."""
 
 
+class CensusUnavailable(RuntimeError_):
+    """The backend cannot list a container's processes from outside (runsc here): whatever
+    relies on the list (reusing a judge) must not happen."""
+
+
 class ArchiveTooLarge(AssayError):
     """An archive read out of a container exceeded its byte cap."""
 
@@ -155,6 +160,12 @@ class Runtime(Protocol):
     def processes(self, cid: str) -> list[tuple[int, str]]:
         """(host pid, command name) of every process in the container, as the engine sees it
         from outside (a paused container too); nothing running inside is asked."""
+        ...
+
+    def census(self, cid: str) -> frozenset[int]:
+        """The host pids of every process in the container, listed from outside while it is
+        frozen, so that no process escapes the list by forking; raises CensusUnavailable where
+        the backend cannot."""
         ...
 
     def image_digest(self, image: str) -> str: ...

@@ -12,7 +12,7 @@ import tarfile
 import uuid
 from collections.abc import Callable
 
-from .base import ContainerSpec, Limits, Runtime, Scratch
+from .base import CensusUnavailable, ContainerSpec, Limits, Runtime, Scratch
 from .scope import GradingScope
 
 Check = Callable[[Runtime, str], None]
@@ -181,6 +181,24 @@ def check_gradings_lists_a_live_grading(rt: Runtime, image: str) -> None:
     assert gid not in rt.gradings()
 
 
+def check_census_sees_a_process_left_running(rt: Runtime, image: str) -> None:
+    """Either the backend lists a container's processes from outside, exactly, or it says it
+    cannot (CensusUnavailable); a judge is reused only on an exact list."""
+    gid = _gid()
+    with GradingScope(rt, gid) as scope:
+        cid = scope.container(_spec(image, gid))
+        try:
+            before = rt.census(cid)
+        except CensusUnavailable:
+            return
+        assert len(before) == 2 and rt.census(cid) == before, before  # init and keep-alive
+        rt.exec(cid, ("sh", "-c", "sleep 60 >/dev/null 2>&1 &"), deadline_s=30, output_cap=1024)
+        after = rt.census(cid)
+        assert before < after and len(after) == len(before) + 1, (before, after)
+        # Thawed again: the container still runs commands.
+        assert rt.exec(cid, ("true",), deadline_s=30, output_cap=1024).exit_code == 0
+
+
 CHECKS: tuple[Check, ...] = (
     check_exec_output_and_exit_code,
     check_runs_as_non_root,
@@ -194,6 +212,7 @@ CHECKS: tuple[Check, ...] = (
     check_nothing_left_after_scope,
     check_cleanup_on_exception,
     check_gradings_lists_a_live_grading,
+    check_census_sees_a_process_left_running,
 )
 
 

@@ -150,6 +150,9 @@ class ObservedRuntime:
     def processes(self, cid: str) -> list[tuple[int, str]]:
         return self._timed("top", self._gid(cid), lambda: self.inner.processes(cid))
 
+    def census(self, cid: str) -> frozenset[int]:
+        return self._timed("census", self._gid(cid), lambda: self.inner.census(cid))
+
     def image_digest(self, image: str) -> str:
         return self.inner.image_digest(image)
 

@@ -31,6 +31,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -43,6 +44,8 @@ from .judgespec import judge_spec
 
 RESET_ARGV = ("python3", "-I", "/assay/judge_reset.py")
 RESET_DEADLINE_S = 20.0
+CENSUS_TRIES = 5
+CENSUS_PAUSE_S = 0.01
 CLEAN = b"clean\n"
 REUSABLE_KINDS = frozenset({"function", "cli"})
 """Transform outputs arrive in the judge as root-owned trees the judge's user cannot empty."""
@@ -56,6 +59,7 @@ class _Judge:
     files: Path  # a copy of the judge files of the task it serves (read-only at /judge)
     task: str  # that task's digest
     dirty: bool = False  # it served a grading since its last reset: the next exec resets first
+    census: frozenset[int] = frozenset()  # its processes before any exec: init, keep-alive
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ class JudgePool:
         self.switched = 0  # reuses that served another task than the judge's last
         self.discarded = 0
         self.evicted = 0
+        self.leftovers = 0  # judges found running more than init and keep-alive after a grading
 
     def idle_count(self) -> int:
         with self._lock:
@@ -210,10 +215,34 @@ class JudgePool:
             self._lent[grading_id] = judge
             self.created += 1
         self.rt.start(cid)
+        judge.census = self._first_census(cid)
         return judge
 
+    def _first_census(self, cid: str) -> frozenset[int]:
+        """Init and its keep-alive, once both run (the keep-alive may start a moment after
+        `start` returns); empty, so the judge serves this grading only, if that never shows."""
+        try:
+            for _ in range(CENSUS_TRIES * 10):
+                procs = self.rt.census(cid)
+                if len(procs) >= 2:
+                    return procs
+                time.sleep(CENSUS_PAUSE_S)
+        except RuntimeError_:  # no outside view of its processes
+            pass
+        return frozenset()
+
     def release(self, grading_id: str) -> None:
-        """The grading ended normally: its judge may serve a later grading."""
+        """The grading ended normally: its judge may serve a later grading, if nothing but its
+        init and keep-alive runs in it now. The reset cannot be the only check: a process left
+        behind could ptrace it as it starts (docs/security.md), so the engine lists them from
+        outside, frozen."""
+        with self._lock:
+            judge = self._lent.get(grading_id)
+        if judge is None:
+            return
+        if not self._quiet(judge):
+            self._discard(grading_id)
+            return
         evicted: list[_Judge] = []
         with self._lock:
             judge = self._lent.pop(grading_id, None)
@@ -231,6 +260,24 @@ class JudgePool:
         for old in evicted:
             self._remove(old)
 
+    def _quiet(self, judge: _Judge) -> bool:
+        """Nothing but init and the keep-alive runs in the judge. The last exec's process may
+        take a moment to leave the list after the engine reports its exit, so a few censuses
+        are taken: one that finds nothing else suffices, since nothing starts a process in an
+        idle judge but an exec."""
+        if not judge.census:
+            return False
+        try:
+            for attempt in range(CENSUS_TRIES):
+                if self.rt.census(judge.cid) == judge.census:
+                    return True
+                time.sleep(CENSUS_PAUSE_S * (attempt + 1))
+        except RuntimeError_:
+            return False
+        with self._lock:
+            self.leftovers += 1
+        return False
+
     def finish(self, grading_id: str) -> None:
         """Called after every grading, on every exit path: a judge still lent was not
         released (the grading failed or raised), so it is removed, never reused."""
@@ -243,9 +290,12 @@ class JudgePool:
             self._idle.clear()
             self._lent.clear()
         try:
-            if judges:  # at once: a batch's last grading should not wait for them in turn
-                with ThreadPoolExecutor(min(len(judges), 8)) as ex:
+            try:  # at once: a batch's last grading should not wait for them in turn
+                with ThreadPoolExecutor(min(len(judges), 8) or 1) as ex:
                     list(ex.map(lambda j: self.rt.remove(j.cid), judges))
+            except RuntimeError:  # no new thread at interpreter exit (a Grader's finalizer)
+                for judge in judges:
+                    self.rt.remove(judge.cid)
             self.rt.sweep(self.gid)
         finally:
             for judge in judges:
