@@ -19,7 +19,9 @@ from assay._internal.tiers.controller import Source
 from assay._internal.tiers.overlap import Background
 from assay._internal.tiers.strict import grade_strict
 
-ADD = Path(__file__).resolve().parent.parent / "examples" / "add"
+# A generator task: its judge prepares the inputs while the candidate's container starts (a
+# fixed cases file's inputs are made by the controller before either starts).
+GEN = Path(__file__).resolve().parent.parent / "examples" / "canary"
 CASES = [{"id": f"c{i}", "args": [i, i]} for i in range(3)]
 
 
@@ -61,7 +63,7 @@ def _source(tmp: Path, text: str = "def add(a, b):\n    return a + b\n") -> Sour
 def test_runner_starts_only_after_the_inputs_exist(tmp_path: Path) -> None:
     judge = Judge()
     rt = FakeRuntime({"python3": judge})
-    v = grade_strict(rt, load_task(ADD), _source(tmp_path), "img")
+    v = grade_strict(rt, load_task(GEN), _source(tmp_path), "img")
     assert v.passed, v.reason_codes
     assert judge.runner_saw_inputs == [True]
     assert {"judge_prepare", "candidate_start", "candidate", "judge_compare"} <= set(v.timings)
@@ -73,7 +75,7 @@ def test_failed_prepare_is_no_verdict_and_removes_the_started_candidate(tmp_path
     judge = Judge(prepare_exit=1)
     rt = FakeRuntime({"python3": judge})
     with pytest.raises(RuntimeError_, match="prepare step failed"):
-        grade_strict(rt, load_task(ADD), _source(tmp_path), "img")
+        grade_strict(rt, load_task(GEN), _source(tmp_path), "img")
     assert judge.runner_saw_inputs == []  # the candidate never ran
     assert rt.leftovers() == []
 
@@ -81,7 +83,7 @@ def test_failed_prepare_is_no_verdict_and_removes_the_started_candidate(tmp_path
 def test_engine_error_in_the_judge_thread_raises_and_leaves_nothing(tmp_path: Path) -> None:
     rt = FailingJudgeCreate({"python3": Judge()})
     with pytest.raises(RuntimeError_, match="refused the judge"):
-        grade_strict(rt, load_task(ADD), _source(tmp_path), "img")
+        grade_strict(rt, load_task(GEN), _source(tmp_path), "img")
     assert rt.leftovers() == []
 
 
@@ -97,7 +99,7 @@ def test_refused_submission_starts_no_candidate(tmp_path: Path) -> None:
     rt.create = create  # type: ignore[method-assign]
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "solution.py").symlink_to("/etc/passwd")
-    v = grade_strict(rt, load_task(ADD), Source(path=tmp_path / "sub"), "img")
+    v = grade_strict(rt, load_task(GEN), Source(path=tmp_path / "sub"), "img")
     assert not v.passed and any(r.startswith("firewall:") for r in v.reason_codes)
     assert created == ["judge"]
     assert rt.leftovers() == []

@@ -5,7 +5,7 @@ every process except the container's init and its keep-alive, then empties every
 place. Prints exactly "clean" only when, checked afterwards, nothing else runs and nothing is
 left; the controller discards the judge on any other outcome.
 
-`--then python3 -I /assay/judge.py prepare|compare ARGS...`: once clean, this process becomes
+`--then python3 -I /assay/judge.py prepare|compare ARGS...`: once clean, this process runs
 the judge's `prepare` for the next grading, or its `compare` (one engine exec instead of two).
 Nothing but those commands is accepted, and they start only after the proof is printed.
 
@@ -15,6 +15,7 @@ script could not run at all.
 """
 
 import os
+import runpy
 import shutil
 import signal
 import sys
@@ -90,8 +91,10 @@ def main() -> None:
         sys.exit("judge-reset: not clean")
     print("clean", flush=True)
     if then:
-        # The same pid, so the process this reset spared is the one that prepares.
-        os.execv(sys.executable, [sys.executable, *then[2:]])  # noqa: S606 (fixed argv)
+        # The step runs in this very process (the one the reset spared), as `python3 -I
+        # /assay/judge.py ...` would, without a second interpreter start.
+        sys.argv = then[3:]
+        runpy.run_path(then[3], run_name="__main__")
 
 
 if __name__ == "__main__":
