@@ -51,6 +51,8 @@ class Mutation:
 
 
 FC = "tests/test_firewall_corpus.py::test_hostile_archive_is_rejected_by_its_rule"
+JP = "tests/test_judgepool.py"
+JPD = "tests/test_judgepool_docker.py"
 JI = "tests/test_judge_incontainer.py"
 HC = "tests/test_harbor_controller.py"
 
@@ -343,6 +345,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if case.reason == SKIPPED and case.id in maintained:",
         "if case.reason == SKIPPED:",
         ("tests/test_repo_unit.py::test_swebench_semantics",),
+    ),
+    Mutation(
+        "judge-pool-census",
+        "a judge lent again only if nothing but init and keep-alive runs in it (census)",
+        "src/assay/_internal/tiers/judgepool.py",
+        "        if not self._quiet(judge):\n",
+        "        if False:\n",
+        (
+            f"{JP}::test_a_judge_still_running_a_process_after_its_grading_is_never_lent_again",
+            f"{JP}::test_a_judge_whose_processes_cannot_be_listed_serves_one_grading_only",
+            f"{JPD}::test_a_process_left_in_a_judge_can_ptrace_its_next_command",
+        ),
+    ),
+    Mutation(
+        "judge-pool-reset-proof",
+        "a reused judge's step taken only after the reset's exact proof",
+        "src/assay/_internal/tiers/judgepool.py",
+        "res.timed_out or res.truncated or not res.stdout.startswith(CLEAN)",
+        "res.timed_out or res.truncated",
+        (
+            f"{JP}::test_a_judge_whose_reset_fails_before_compare_is_replaced_by_a_new_one",
+            f"{JP}::test_a_judge_whose_reset_fails_before_prepare_is_replaced",
+        ),
     ),
 )
 
