@@ -44,7 +44,7 @@ from .judgespec import judge_spec
 
 RESET_ARGV = ("python3", "-I", "/assay/judge_reset.py")
 RESET_DEADLINE_S = 20.0
-CENSUS_TRIES = 5
+CENSUS_TRIES = 12
 CENSUS_PAUSE_S = 0.01
 CLEAN = b"clean\n"
 REUSABLE_KINDS = frozenset({"function", "cli"})
