@@ -51,18 +51,37 @@ def _cgroup_census(cid: str) -> frozenset[int] | None:
     if not state.is_file():
         return None
     try:
-        state.write_text("FROZEN")
-        deadline = time.monotonic() + FREEZE_WAIT_S
-        while state.read_text().strip() != "FROZEN":
-            if time.monotonic() > deadline:  # a process that will not freeze: no census
-                raise RuntimeError_(f"container {cid[:12]} would not freeze for its census")
-            time.sleep(0.001)
+        if not _freeze(state):  # a process that will not freeze: no census
+            raise RuntimeError_(f"container {cid[:12]} would not freeze for its census")
         procs = (group / "cgroup.procs").read_text().split()
     except OSError as exc:
         raise RuntimeError_(f"census of {cid[:12]}: {exc.strerror}") from exc
     finally:
         _thaw(cid)
     return frozenset(int(p) for p in procs)
+
+
+def _freeze(state: Path) -> bool:
+    """Freeze a cgroup v1 freezer group, as runc does. One FROZEN write can leave the group
+    FREEZING for good: just after `start`, the container's first process may still be runc's
+    init in the middle of its execve, waiting for its other threads to exit while they sit
+    frozen (seen here in about one census in a hundred right after a start, under load). Only
+    a thaw lets that exec finish, so a freeze that has not held within a few milliseconds is
+    thawed for a moment and tried again."""
+    deadline = time.monotonic() + FREEZE_WAIT_S
+    tries = 0
+    while True:
+        state.write_text("FROZEN")
+        if state.read_text().strip() == "FROZEN":
+            return True
+        if time.monotonic() > deadline:
+            return False
+        tries += 1
+        if tries % 20 == 0:
+            state.write_text("THAWED")
+            time.sleep(0.01)
+        else:
+            time.sleep(0.0005)
 
 
 def _thaw(cid: str) -> None:
