@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,9 @@ def c_env(docker_runtime: Any) -> Any:
 
 @pytest.fixture
 def scratch_task(tmp_path: Path, docker_runtime: Any) -> Iterator[Any]:
-    """Writes a task with the given Dockerfile; removes any image built from it afterwards."""
+    """Writes a task with the given Dockerfile; removes any image built from it afterwards.
+    Each Dockerfile ends in a comment of its own, so two tests never share an image tag:
+    under xdist one test's teardown would remove an image the other's container still runs."""
     made: list[str] = []
 
     def make(dockerfile: str, env: str = 'dockerfile = "environment/Dockerfile"') -> Path:
@@ -57,7 +60,8 @@ def scratch_task(tmp_path: Path, docker_runtime: Any) -> Iterator[Any]:
         (root / "judge" / "cases.json").write_text('[{"id": "a", "input": [1], "expected": 1}]')
         (root / "judge" / "secret.txt").write_text("the judge's answer 42")
         (root / "environment").mkdir()
-        (root / "environment" / "Dockerfile").write_text(dockerfile)
+        own = f"{dockerfile.rstrip(chr(10))}\n# {uuid.uuid4().hex}\n"
+        (root / "environment" / "Dockerfile").write_text(own)
         os.symlink("../judge/secret.txt", root / "environment" / "leak")
         (root / "task.toml").write_text(
             'id = "t"\nkind = "function"\nartifacts = ["s.py"]\n[function]\nentry = "s:f"\n'
