@@ -7,6 +7,7 @@ hardening lives in one place per backend and the conformance suite
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,6 +110,23 @@ def ceilings_hit(rt: Runtime, cid: str) -> list[str]:
     if rt.oom_killed(cid) or events.get("memory", 0) > 0:
         hit.append("memory")
     return hit
+
+
+STOPPED_GRACE_S = 3.0
+
+
+def stopped_ceilings(rt: Runtime, cid: str, grace_s: float = STOPPED_GRACE_S) -> list[str]:
+    """The ceilings hit by a container that stopped under its command. The engine learns of a
+    stop and of an OOM kill as two events, and may record the stop first (a runsc sandbox
+    killed at its memory limit, on a loaded machine, then reads as stopped at no limit, with
+    its cgroup already gone). So a stopped container that shows no ceiling yet is asked again
+    for a few seconds before its stop is put down to anything else. Only that path waits."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        hit = ceilings_hit(rt, cid)
+        if hit or time.monotonic() >= deadline:
+            return hit
+        time.sleep(0.05)
 
 
 class Runtime(Protocol):

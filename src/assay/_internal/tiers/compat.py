@@ -32,7 +32,7 @@ from ..runtime import (
     RuntimeError_,
     Scratch,
 )
-from ..runtime.base import ceilings_hit
+from ..runtime.base import ceilings_hit, stopped_ceilings
 from ..runtime.scope import new_grading_id
 from .compat_prep import (
     INCONTAINER_COMPAT,
@@ -136,6 +136,7 @@ def run_verification(
     if run.exited:
         # The container stopped under the tests (gVisor stops its whole sandbox at the memory
         # limit): a failed verdict when a ceiling explains it, an engine fault otherwise.
+        limits = limits or [f"limit:{c}" for c in reversed(stopped_ceilings(rt, cid))]
         scope.discard(cid)
         if not limits:
             raise RuntimeError_("the test container stopped during the tests at no limit")

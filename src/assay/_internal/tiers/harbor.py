@@ -37,7 +37,7 @@ from ..firewall.check import FirewallLimits
 from ..model.task import HARBOR_TEST, Task
 from ..model.verdict import CaseResult, Verdict, build_verdict
 from ..runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, RuntimeError_, Scratch
-from ..runtime.base import ceilings_hit
+from ..runtime.base import ceilings_hit, stopped_ceilings
 from ..runtime.scope import new_grading_id
 from .controller import Grading, Source
 from .harbor_reward import JSON, MAX_JSON_BYTES, TXT, BadReward, Rewards, parse_reward
@@ -143,6 +143,7 @@ def _verify(
     )  # fmt: skip
     limits = [f"limit:{c}" for c in ceilings_hit(rt, cid)]
     if run.exited:
+        limits = limits or [f"limit:{c}" for c in stopped_ceilings(rt, cid)]
         scope.discard(cid)
         if not limits:
             raise RuntimeError_("the verifier container stopped during the tests at no limit")

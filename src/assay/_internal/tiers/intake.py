@@ -27,7 +27,7 @@ from ..runtime import (
     RuntimeError_,
     Scratch,
 )
-from ..runtime.base import ceilings_hit
+from ..runtime.base import ceilings_hit, stopped_ceilings
 from .seed import seed_workdir
 
 
@@ -185,7 +185,7 @@ def run_agent(
     if res.exited:
         # The whole sandbox stopped under the agent (runsc does at its memory limit): there is
         # nothing to freeze or read, and only a limit the agent hit can be blamed on it.
-        hit = ceilings_hit(rt, cid)
+        hit = stopped_ceilings(rt, cid)
         scope.discard(cid)
         if "memory" not in hit:
             raise RuntimeError_("the agent's container stopped during its run at no limit")
@@ -217,6 +217,9 @@ def collect_agent(
         # cannot be frozen either).
         hit = ceilings_hit(rt, cid)
         stopped = stopped_is_error and not hit and rt.wait(cid, 1.0) is not None
+        if stopped:
+            hit = stopped_ceilings(rt, cid)
+            stopped = not hit
         scope.discard(cid)
         if stopped:
             raise RuntimeError_("the agent's container stopped at no limit") from None

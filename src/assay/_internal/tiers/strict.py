@@ -33,7 +33,7 @@ from ..runtime import (
     RuntimeError_,
     Scratch,
 )
-from ..runtime.base import ceilings_hit
+from ..runtime.base import ceilings_hit, stopped_ceilings
 from ..runtime.scope import new_grading_id
 from .controller import Grading, Source
 from .fixedcases import INPUTS
@@ -264,7 +264,9 @@ def grade_strict(
             and rt.wait(cand, STOPPED_PROBE_S) is not None
         )
         if stopped and "limit:memory" not in reasons:
-            raise RuntimeError_("the candidate's container stopped during its run at no limit")
+            if "memory" not in stopped_ceilings(rt, cand):
+                raise RuntimeError_("the candidate's container stopped during its run at no limit")
+            reasons.append("limit:memory")
         if task.config.kind == "transform" and not (run.timed_out or run.truncated):
             outputs = transform_outputs(scope, run.stdout, cases, lim.artifact_bytes)
             if isinstance(outputs, Refused):
