@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -211,6 +212,13 @@ def check_census_sees_a_process_left_running(rt: Runtime, image: str) -> None:
         cid = scope.container(_spec(image, gid))
         try:
             before = rt.census(cid)
+            # Just after `start` the keep-alive may not run yet (init forks it): the pool waits
+            # for it too (JudgePool._first_census).
+            for _ in range(500):
+                if len(before) >= 2:
+                    break
+                time.sleep(0.01)
+                before = rt.census(cid)
         except CensusUnavailable:
             return
         assert len(before) == 2 and rt.census(cid) == before, before  # init and keep-alive
