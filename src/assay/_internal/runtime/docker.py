@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import wraps
 from pathlib import Path
 from typing import Any, BinaryIO, ParamSpec, TypeVar
@@ -26,7 +26,6 @@ from .base import (
     ExecResult,
     RuntimeError_,
 )
-from .execstream import frames, start_attached
 from .images import ensure_image_present
 from .owner import OWNER_LABEL, owner_is_dead, this_owner
 
@@ -330,7 +329,9 @@ class DockerRuntime:
             return self._poll_exec(cid, exec_id, t0, deadline_s)
         out, err = bytearray(), bytearray()
         truncated = threading.Event()
-        stream = frames(self._call("exec", start_attached, self._api, exec_id))
+        stream: Iterator[tuple[bytes | None, bytes | None]] = self._call(
+            "exec", self._api.exec_start, exec_id, stream=True, demux=True
+        )
 
         settled = threading.Event()  # the stream ended, or went over the cap
 
