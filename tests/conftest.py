@@ -1,8 +1,14 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
+
+# A suite started in the background by a non-interactive shell inherits SIGINT ignored, and so
+# would every process it starts; the Ctrl-C tests need the handler a terminal's Ctrl-C finds.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _docker_available() -> bool:
