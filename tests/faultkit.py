@@ -276,3 +276,26 @@ class DelayProxy:
                 with contextlib.suppress(OSError):
                     s.close()
         shutil.rmtree(self.path.parent, ignore_errors=True)
+
+
+class HoldProxy(DelayProxy):
+    """A unix socket in front of an engine's socket that never forwards a request whose first
+    line contains `hold`: the engine answers every other call, and that one runs into the
+    client's timeout, as a call on a container whose runtime shim stopped answering does."""
+
+    def __init__(self, upstream: Path, hold: bytes) -> None:
+        super().__init__(upstream, base_s=0.0, stall_s=0.0, p_stall=0.0, seed=0)
+        self.hold = hold
+        self.held = 0
+
+    def _up(self, src: socket.socket, dst: socket.socket, stall: threading.Event) -> None:
+        holding = False
+        try:
+            while chunk := src.recv(65536):
+                if not holding and self.hold in chunk.split(b"\r\n", 1)[0]:
+                    holding = True  # this connection's requests go nowhere from here on
+                    self.held += 1
+                if not holding:
+                    dst.sendall(chunk)
+        except OSError:
+            pass

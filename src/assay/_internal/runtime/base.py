@@ -88,6 +88,12 @@ class RuntimeError_(InfrastructureError):
     """The backend failed in a way that leaves no trustworthy result."""
 
 
+class ContainerStuckError(RuntimeError_):
+    """The engine answers, but not about one container: a call on it ran past the client's
+    timeout (a runtime shim that stopped answering; seen with Debian's gVisor). Only that
+    grading fails; the container stays labelled for `assay gc`."""
+
+
 class CensusUnavailable(RuntimeError_):
     """The backend cannot list a container's processes from outside (runsc here): whatever
     relies on the list (reusing a judge) must not happen."""

@@ -23,6 +23,7 @@ from .base import (
     ArchiveTooLarge,
     CensusUnavailable,
     ContainerSpec,
+    ContainerStuckError,
     ExecResult,
     RuntimeError_,
 )
@@ -36,6 +37,10 @@ _CGROUP_EVENTS = (
 REMOVE_WAIT_S = 10
 EXEC_USER_LABEL = "assay.exec-user"
 START_DOCKER_FIX = "run `bash scripts/setup.sh` (installs Docker if needed and starts dockerd)"
+STUCK_FIX = (
+    "a container's runtime shim stopped answering (see the engine's log); the engine frees it "
+    "when dockerd restarts, and `assay gc` then removes what is left"
+)
 
 
 FREEZER = Path("/sys/fs/cgroup/freezer/docker")
@@ -117,10 +122,9 @@ def _engine_loss(what: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
             try:
                 return fn(*args, **kwargs)
             except requests.exceptions.RequestException as exc:
-                raise EngineUnavailableError(
-                    f"{what}: lost the Docker engine ({type(exc).__name__})",
-                    fix=START_DOCKER_FIX,
-                ) from exc
+                rt = args[0]
+                assert isinstance(rt, DockerRuntime)
+                raise rt._lost_or_stuck(what, exc) from exc
 
         return inner
 
@@ -250,6 +254,8 @@ class DockerRuntime:
             try:
                 self._call("pause", self._api.pause, cid)
                 break
+            except ContainerStuckError:
+                raise  # a minute each: asking again only holds the grading longer
             except RuntimeError_:
                 if attempt == 9:
                     raise
@@ -258,6 +264,12 @@ class DockerRuntime:
 
     @_engine_loss("remove")
     def remove(self, cid: str) -> None:
+        try:
+            self._remove(cid)
+        except requests.exceptions.ReadTimeout as exc:
+            raise self._lost_or_stuck(f"remove {cid[:12]}", exc) from exc
+
+    def _remove(self, cid: str) -> None:
         self._users.pop(cid, None)
         _thaw(cid)  # a controller killed mid-census must not leave it frozen behind the engine
         if cid in self._paused:
@@ -597,6 +609,23 @@ class DockerRuntime:
         except docker.errors.APIError as exc:
             raise RuntimeError_(f"{what} failed: {exc}") from exc
         except requests.exceptions.RequestException as exc:
-            raise EngineUnavailableError(
-                f"{what}: lost the Docker engine ({type(exc).__name__})", fix=START_DOCKER_FIX
-            ) from exc
+            raise self._lost_or_stuck(what, exc) from exc
+
+    def _lost_or_stuck(self, what: str, exc: Exception) -> RuntimeError_ | EngineUnavailableError:
+        """A call that ran out of time while the engine still answers a ping is one container
+        stuck in the engine, not a lost engine: that grading fails and a batch goes on, where a
+        lost engine stops it."""
+        if isinstance(exc, requests.exceptions.ReadTimeout):
+            try:
+                answers = bool(self._api.ping())
+            except (requests.exceptions.RequestException, docker.errors.DockerException):
+                answers = False
+            if answers:
+                return ContainerStuckError(
+                    f"{what}: the engine answers, but not this call within its timeout "
+                    f"({type(exc).__name__}): a container is stuck in the engine",
+                    fix=STUCK_FIX,
+                )
+        return EngineUnavailableError(
+            f"{what}: lost the Docker engine ({type(exc).__name__})", fix=START_DOCKER_FIX
+        )
