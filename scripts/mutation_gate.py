@@ -369,6 +369,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             f"{JP}::test_a_judge_whose_reset_fails_before_prepare_is_replaced",
         ),
     ),
+    Mutation(
+        "stuck-container-kill-by-pid",
+        "a container the engine cannot stop has its own processes killed by PID, then removed",
+        "src/assay/_internal/runtime/docker.py",
+        "or not (n := _kill_cgroup(cid)):",
+        "or not (n := 0):",
+        (
+            "tests/test_stuck_container.py::"
+            "test_a_wedged_gvisor_sandbox_is_killed_by_pid_and_its_container_removed",
+        ),
+    ),
 )
 
 

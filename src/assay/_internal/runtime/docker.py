@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -43,6 +46,7 @@ STUCK_FIX = (
 )
 
 
+LOG = logging.getLogger("assay")
 FREEZER = Path("/sys/fs/cgroup/freezer/docker")
 FREEZE_WAIT_S = 2.0
 
@@ -87,6 +91,29 @@ def _freeze(state: Path) -> bool:
             time.sleep(0.01)
         else:
             time.sleep(0.0005)
+
+
+def _kill_cgroup(cid: str) -> int:
+    """SIGKILL, by PID, every process in the container's own cgroup (what the engine's `kill`
+    does through the OCI runtime, when that runtime is what stopped answering); how many. The
+    group is frozen while it is listed and signalled, so no listed process can exit and have
+    its PID reused in between; a group that will not freeze is signalled all the same, a
+    moment after it was listed."""
+    group = FREEZER / cid
+    killed = 0
+    try:
+        _freeze(group / "freezer.state")
+        for pid in (int(p) for p in (group / "cgroup.procs").read_text().split()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+    except (OSError, ValueError):
+        pass  # no local cgroup (a remote engine, cgroup v2), or gone already
+    finally:
+        _thaw(cid)  # a frozen task dies of its SIGKILL once thawed
+    return killed
 
 
 def _thaw(cid: str) -> None:
@@ -266,8 +293,23 @@ class DockerRuntime:
     def remove(self, cid: str) -> None:
         try:
             self._remove(cid)
+            return
         except requests.exceptions.ReadTimeout as exc:
-            raise self._lost_or_stuck(f"remove {cid[:12]}", exc) from exc
+            stuck = self._lost_or_stuck(f"remove {cid[:12]}", exc)
+            if not isinstance(stuck, ContainerStuckError) or not (n := _kill_cgroup(cid)):
+                raise stuck from exc
+        LOG.warning(
+            "container %s: the engine did not stop it within its timeout; "
+            "killed its %d process(es) by PID from its cgroup",
+            cid[:12], n,
+        )  # fmt: skip
+        # The runtime was waiting on the container's own processes (a wedged gVisor sandbox
+        # makes `runsc kill` wait for good); with them gone, the engine can finish.
+        try:
+            self._remove(cid)
+        except requests.exceptions.ReadTimeout as exc:
+            what = f"remove {cid[:12]}, after killing its processes"
+            raise self._lost_or_stuck(what, exc) from exc
 
     def _remove(self, cid: str) -> None:
         self._users.pop(cid, None)
