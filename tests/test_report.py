@@ -78,7 +78,9 @@ def test_notes_are_shown_apart_from_the_reasons(batch: tuple[Path, Path]) -> Non
     noted = recs["sub-00004"]  # every 4th job's judge was reused; the 3rd+1 fail
     assert noted["notes"] == ["note:judge-reused"]
     assert noted["reasons"] == ["compare:mismatch"]
-    assert recs["sub-00000"]["notes"] == ["note:judge-reused"] and recs["sub-00000"]["reasons"] == []
+    assert (
+        recs["sub-00000"]["notes"] == ["note:judge-reused"] and recs["sub-00000"]["reasons"] == []
+    )
     assert recs["sub-00002"]["notes"] == []
 
 

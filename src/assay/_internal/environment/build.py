@@ -280,4 +280,3 @@ def _check_runner(client: Any, task: Task, image_id: str) -> None:
             + "), or start FROM assay-base:latest",
         )
     _checked.add((image_id, needs_pytest))
-
