@@ -40,6 +40,7 @@ before="$(labelled)" || before=""
 
 step "ruff check"
 "$BIN/ruff" check . </dev/null || failed+=("ruff")
+"$BIN/ruff" format --check . </dev/null || failed+=("ruff format")
 
 step "mypy"
 "$BIN/mypy" </dev/null || failed+=("mypy")
