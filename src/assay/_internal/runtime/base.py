@@ -91,7 +91,12 @@ class RuntimeError_(InfrastructureError):
 class ContainerStuckError(RuntimeError_):
     """The engine answers, but not about one container: a call on it ran past the client's
     timeout (a runtime shim that stopped answering; seen with Debian's gVisor). Only that
-    grading fails; the container stays labelled for `assay gc`."""
+    grading fails, also when the container could be removed after all (`removed`): what the
+    engine reported about it while it was stuck is not trusted."""
+
+    def __init__(self, message: str, fix: str | None = None, removed: bool = False) -> None:
+        super().__init__(message, fix)
+        self.removed = removed
 
 
 class CensusUnavailable(RuntimeError_):

@@ -310,6 +310,12 @@ class DockerRuntime:
         except requests.exceptions.ReadTimeout as exc:
             what = f"remove {cid[:12]}, after killing its processes"
             raise self._lost_or_stuck(what, exc) from exc
+        raise ContainerStuckError(
+            f"remove {cid[:12]}: the engine could not stop it; it was removed after its {n} "
+            "process(es) were killed by PID",
+            fix=STUCK_FIX,
+            removed=True,
+        )
 
     def _remove(self, cid: str) -> None:
         self._users.pop(cid, None)
@@ -585,6 +591,10 @@ class DockerRuntime:
             try:
                 self.remove(c["Id"])
                 n += 1
+            except ContainerStuckError as exc:
+                if not exc.removed:
+                    failures.append(str(exc))
+                n += exc.removed  # gone all the same; `remove` logged how
             except RuntimeError_ as exc:
                 failures.append(str(exc))
         vols = self._api.volumes(filters=self._filters(grading_id)).get("Volumes") or []

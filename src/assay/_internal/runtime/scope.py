@@ -54,10 +54,13 @@ class GradingScope:
         return cid
 
     def discard(self, cid: str) -> None:
-        """Remove one container now (a phase is over and nothing may outlive it)."""
-        self.runtime.remove(cid)
-        if cid in self._containers:
-            self._containers.remove(cid)
+        """Remove one container now (a phase is over and nothing may outlive it). If that
+        fails, `close` still finds it by its label."""
+        try:
+            self.runtime.remove(cid)
+        finally:
+            if cid in self._containers:
+                self._containers.remove(cid)
 
     def tempdir(self, purpose: str) -> Path:
         path = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{self.grading_id}-{purpose}-"))
@@ -82,11 +85,22 @@ class GradingScope:
             raise failure
 
     def _remove_containers(self) -> None:
+        # One container that fails to go does not keep the others; the first failure is raised.
+        failure: Exception | None = None
         while self._containers:
-            self.runtime.remove(self._containers[-1])
+            try:
+                self.runtime.remove(self._containers[-1])
+            except Exception as exc:
+                failure = failure or exc
             self._containers.pop()
-        # Catches anything created under our label by a path that bypassed the list.
-        self.runtime.sweep(self.grading_id)
+        try:
+            # Catches anything created under our label by a path that bypassed the list, and
+            # asks once more for what failed above.
+            self.runtime.sweep(self.grading_id)
+        except Exception as exc:
+            failure = failure or exc
+        if failure is not None:
+            raise failure
 
     def _remove_dirs(self) -> None:
         while self._dirs:
