@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from assay._internal.model.task import Task, load_task
-from assay._internal.runtime import CensusUnavailable, ExecResult
+from assay._internal.runtime import CensusUnavailable, ContainerStuckError, ExecResult
 from assay._internal.runtime import docker as docker_runtime
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
 from assay._internal.tiers.fixedcases import InputCache, fixed_cases
@@ -300,3 +300,24 @@ def test_a_group_that_never_freezes_gives_no_census(monkeypatch: pytest.MonkeyPa
     group = _Freezer(stuck=10**6)
     assert not docker_runtime._freeze(group)  # type: ignore[arg-type]
     assert group.state != "FROZEN"
+
+
+class _StuckOnce(FakeRuntime):
+    """Removes a container only after the engine lost it for a while (killed by PID)."""
+
+    def remove(self, cid: str) -> None:
+        super().remove(cid)
+        raise ContainerStuckError(f"remove {cid[:12]}: removed after", removed=True)
+
+
+def test_an_evicted_judge_removed_only_by_force_does_not_fail_the_grading_releasing() -> None:
+    rt = _StuckOnce({"python3": Judge()})
+    pool = JudgePool(rt, max_idle=1)
+    tasks = [Task(ADD.root, ADD.config, f"sha256:{i:064x}") for i in range(2)]
+    first = lend(pool, tasks[0], "g-0").cid
+    lend(pool, tasks[1], "g-1")
+    pool.release("g-0")
+    pool.finish("g-0")
+    pool.release("g-1")  # evicts g-0's idle judge: no grading depends on it any more
+    pool.finish("g-1")
+    assert first not in rt.containers and pool.evicted == 1

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..model.task import Task
-from ..runtime import ExecResult, Runtime, RuntimeError_
+from ..runtime import ContainerStuckError, ExecResult, Runtime, RuntimeError_
 from ..runtime.scope import TEMP_PREFIX, new_grading_id
 from .judgespec import judge_spec
 
@@ -258,7 +258,12 @@ class JudgePool:
                     evicted.append(self._idle.popitem(last=False)[1])
                     self.evicted += 1
         for old in evicted:
-            self._remove(old)
+            try:
+                self._remove(old)
+            except ContainerStuckError as exc:
+                if not exc.removed:
+                    raise
+                # An idle judge no grading depends on: gone, and `remove` logged how.
 
     def _quiet(self, judge: _Judge) -> bool:
         """Nothing but init and the keep-alive runs in the judge. The last exec's process may
