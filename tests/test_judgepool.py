@@ -303,11 +303,16 @@ def test_a_group_that_never_freezes_gives_no_census(monkeypatch: pytest.MonkeyPa
 
 
 class _StuckOnce(FakeRuntime):
-    """Removes a container only after the engine lost it for a while (killed by PID)."""
+    """Removes the first container it is asked to only after the engine lost it for a while
+    (its processes killed by PID)."""
+
+    stuck = True
 
     def remove(self, cid: str) -> None:
         super().remove(cid)
-        raise ContainerStuckError(f"remove {cid[:12]}: removed after", removed=True)
+        if self.stuck:
+            self.stuck = False
+            raise ContainerStuckError(f"remove {cid[:12]}: removed after", removed=True)
 
 
 def test_an_evicted_judge_removed_only_by_force_does_not_fail_the_grading_releasing() -> None:
@@ -320,4 +325,6 @@ def test_an_evicted_judge_removed_only_by_force_does_not_fail_the_grading_releas
     pool.finish("g-0")
     pool.release("g-1")  # evicts g-0's idle judge: no grading depends on it any more
     pool.finish("g-1")
-    assert first not in rt.containers and pool.evicted == 1
+    assert first not in rt.containers and pool.evicted == 1 and not rt.stuck
+    pool.close()
+    assert rt.leftovers() == []
