@@ -592,9 +592,10 @@ class DockerRuntime:
                 self.remove(c["Id"])
                 n += 1
             except ContainerStuckError as exc:
-                if not exc.removed:
+                if exc.removed:
+                    n += 1  # gone all the same; `remove` logged how
+                else:
                     failures.append(str(exc))
-                n += exc.removed  # gone all the same; `remove` logged how
             except RuntimeError_ as exc:
                 failures.append(str(exc))
         vols = self._api.volumes(filters=self._filters(grading_id)).get("Volumes") or []
