@@ -113,6 +113,83 @@ def test_every_public_error_is_named_error_and_explains_itself() -> None:
             assert name in assay.errors.__all__, name
 
 
+# Each exit code means one thing (README): 1 is a FAILED verdict or a failed verification, so
+# no other error may take it; 2 is the caller's or the task's fault; 3 is no verdict.
+EXIT_CODES = {
+    "ArchiveTooLargeError": 3,
+    "AssayError": 3,
+    "CensusUnavailableError": 3,
+    "ClusterError": 2,
+    "ContainerStuckError": 3,
+    "EngineError": 3,
+    "EngineUnavailableError": 3,
+    "EnvironmentBuildError": 2,
+    "FirewallError": 3,
+    "GradingCancelledError": 3,
+    "ImageMissingError": 3,
+    "InfrastructureError": 3,
+    "InternalError": 3,
+    "JudgeReportError": 3,
+    "KeyFileError": 2,
+    "NodeLostError": 3,
+    "TaskEnvironmentError": 2,
+    "TaskError": 2,
+    "UnsafeInputsError": 2,
+    "UsageError": 2,
+    "VerificationError": 1,
+}
+
+
+def test_each_error_has_the_exit_code_of_what_it_means() -> None:
+    assert {name: getattr(assay.errors, name).exit_code for name in assay.errors.__all__} == (
+        EXIT_CODES
+    )
+    for name in assay.errors.__all__:
+        cls = getattr(assay.errors, name)
+        assert (cls.exit_code == 1) == issubclass(cls, assay.errors.VerificationError), name
+        assert (cls.exit_code == 2) == issubclass(cls, assay.errors.UsageError), name
+
+
+@pytest.mark.parametrize("name", sorted(EXIT_CODES))
+def test_the_command_line_exits_with_the_errors_code(name: str) -> None:
+    """What `assay` exits with when the error ends a command: the error's own code, so an
+    archive over its cap (no verdict) never exits 1 like a FAILED grading."""
+    from assay.cli.common import exit_codes
+
+    e = assay.errors
+    made: dict[str, e.AssayError] = {
+        "ArchiveTooLargeError": e.ArchiveTooLargeError(64),
+        "ContainerStuckError": e.ContainerStuckError("stuck", removed=True),
+        "EnvironmentBuildError": e.EnvironmentBuildError("t", "failed", "log"),
+        "ImageMissingError": e.ImageMissingError("img", "build it"),
+        "InternalError": e.InternalError("g1", ValueError("bug")),
+        "JudgeReportError": e.JudgeReportError("schema", "bad"),
+        "TaskEnvironmentError": e.TaskEnvironmentError("t", "no image"),
+        "TaskError": e.TaskError("t", "bad"),
+        "UnsafeInputsError": e.UnsafeInputsError("t", "leak"),
+        "VerificationError": e.VerificationError("signature:invalid", "bad"),
+    }
+    err = made.get(name) or getattr(e, name)("boom")
+    with pytest.raises(SystemExit) as stopped, exit_codes():
+        raise err
+    assert stopped.value.code == EXIT_CODES[name]
+
+
+def test_internal_errors_are_the_public_ones() -> None:
+    """The errors assay raises on purpose live in assay.errors; the implementation's old names
+    are the same classes, so no caller catches one and misses the other."""
+    from assay._internal.runtime import ArchiveTooLarge, CensusUnavailable, RuntimeError_
+    from assay._internal.runtime.observed import Cancelled
+    from assay._internal.tiers.judge_report import INVALID_OUTPUT, JudgeReportError
+
+    assert ArchiveTooLarge is assay.errors.ArchiveTooLargeError
+    assert CensusUnavailable is assay.errors.CensusUnavailableError
+    assert RuntimeError_ is assay.errors.EngineError
+    assert Cancelled is assay.errors.GradingCancelledError
+    assert JudgeReportError is assay.errors.JudgeReportError
+    assert JudgeReportError("schema", "x").reason_codes == (INVALID_OUTPUT, "judge:schema")
+
+
 def test_verification_error_says_why() -> None:
     err = assay.errors.VerificationError("signature:invalid", "no signature verified")
     assert err.reason == "signature:invalid"

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal, Protocol
 
-from assay.errors import AssayError, InfrastructureError
+from assay.errors import ArchiveTooLargeError, CensusUnavailableError, EngineError
+from assay.errors import ContainerStuckError as ContainerStuckError
 
 LABEL = "assay.grading"
 ROLE_LABEL = "assay.role"
@@ -84,34 +85,10 @@ class ExecResult:
     it (gVisor stops its whole sandbox at the memory limit); the caller asks `oom_killed`."""
 
 
-class RuntimeError_(InfrastructureError):
-    """The backend failed in a way that leaves no trustworthy result."""
-
-
-class ContainerStuckError(RuntimeError_):
-    """The engine answers, but not about one container: a call on it ran past the client's
-    timeout (a runtime shim that stopped answering; seen with Debian's gVisor). Only that
-    grading fails, also when the container could be removed after all (`removed`): what the
-    engine reported about it while it was stuck is not trusted."""
-
-    def __init__(self, message: str, fix: str | None = None, removed: bool = False) -> None:
-        super().__init__(message, fix)
-        self.removed = removed
-
-
-class CensusUnavailable(RuntimeError_):
-    """The backend cannot list a container's processes from outside (runsc here): whatever
-    relies on the list (reusing a judge) must not happen."""
-
-
-class ArchiveTooLarge(AssayError):
-    """An archive read out of a container exceeded its byte cap."""
-
-    exit_code = 1
-
-    def __init__(self, cap: int) -> None:
-        super().__init__(f"archive larger than its cap of {cap} bytes")
-        self.cap = cap
+# The errors live in assay.errors; these are the names the implementation has always used.
+RuntimeError_ = EngineError
+CensusUnavailable = CensusUnavailableError
+ArchiveTooLarge = ArchiveTooLargeError
 
 
 def ceilings_hit(rt: Runtime, cid: str) -> list[str]:
