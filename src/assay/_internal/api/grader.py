@@ -215,7 +215,11 @@ class Grader:
         ray: str | None = None,
         ray_insecure_no_auth: bool = False,
     ) -> Batch:
-        """The engine under `grade_many` and `assay grade-many`: a checked plan to `run`."""
+        """The engine under `grade_many` and `assay grade-many`: the jobs checked up front
+        (as `grade_many` does, before any grading) into a `Batch` to `run` into an output
+        directory, where verdicts are kept and a rerun resumes. `jobs` may also be
+        `assay.batch.BatchJob`s, as `assay.batch.jobs_from_manifest` and `jobs_from_dir`
+        make them. Raises what `grade_many` raises before its first grading."""
         return Batch(self, list(jobs), parallel, ray, ray_insecure_no_auth)
 
     # -- lifetime ----------------------------------------------------------------------------
@@ -254,7 +258,8 @@ class Grader:
 
 class Batch:
     """Many jobs, checked up front (tasks load, ids are unique, tiers are decided, the image
-    exists); `run` grades them."""
+    exists); `run` grades them. Made by `Grader.batch`. `jobs` are the jobs with their ids,
+    `tasks` each distinct task by its resolved path, `tiers` each task id's tier."""
 
     def __init__(
         self,
@@ -291,7 +296,12 @@ class Batch:
         self, out: Path, progress: Progress | None = None
     ) -> Generator[Graded, None, BatchResult]:
         """Grade into `out` (verdict files, summary.json, log.jsonl; rerunning resumes),
-        yielding each result; returns the batch's result."""
+        yielding each result as it is known; the generator's return value is the batch's
+        `assay.batch.BatchResult` (`result = yield from batch.run(out)`, or
+        `assay.batch.drain(batch.run(out))` to only wait for it). `progress` is called on this
+        thread as the run plans, finishes each job, and stops on Ctrl-C (the first lets the
+        running gradings finish; a second aborts them). A grading that got no verdict is
+        counted in the result's tally, never yielded."""
         g = self.grader
         if self.ray is not None:
             on_ray = iter_batch(

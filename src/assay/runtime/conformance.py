@@ -1,8 +1,28 @@
-"""The conformance suite every `Runtime` backend must pass (after Inspect AI's `self_check`).
+"""The conformance suite every `assay.runtime.Runtime` backend must pass (after Inspect AI's
+sandbox `self_check`).
 
-Each check takes a runtime and an image and raises AssertionError on a deviation.
-The commands used are the small vocabulary the fake understands, so the same
-checks prove the fake is a faithful stand-in for the real engine.
+Run it against your backend and an image of yours that has `sh`, `echo`, `cat`, `id`,
+`sleep` and `yes` on its PATH:
+
+    from assay.runtime.conformance import run_conformance
+
+    results = run_conformance(MyRuntime(), "my-image:latest")
+    assert all(r.passed for r in results), [str(r) for r in results if not r.passed]
+
+or one pytest test per check:
+
+    import pytest
+    from assay.runtime.conformance import CHECKS
+
+    @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+    def test_my_backend_conforms(check):
+        check(MyRuntime(), "my-image:latest")
+
+Each check takes a runtime and an image, creates its containers under a fresh grading id,
+removes them whatever happens, and raises AssertionError on a deviation (or whatever the
+backend raised). The Docker backend (runc and gVisor's runsc) and assay's in-memory fake pass
+every check (`tests/test_runtime_conformance.py`); the commands used are the small vocabulary
+the fake understands, so the same checks prove the fake is a faithful stand-in for the engine.
 """
 
 from __future__ import annotations
@@ -11,12 +31,17 @@ import io
 import tarfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from .base import CensusUnavailable, ContainerSpec, Limits, Runtime, Scratch
-from .scope import GradingScope
+from assay._internal.runtime.base import ContainerSpec, Limits, Runtime, Scratch
+from assay._internal.runtime.scope import GradingScope
+from assay.errors import ArchiveTooLargeError, CensusUnavailableError
+
+__all__ = ["CHECKS", "Check", "CheckResult", "run_conformance", "self_check"]
 
 Check = Callable[[Runtime, str], None]
+"""One check: called with the runtime and an image; returns if the backend conforms."""
 
 
 def _spec(image: str, gid: str, **kw: object) -> ContainerSpec:
@@ -134,8 +159,6 @@ def check_put_archive_refused_on_read_only_root(rt: Runtime, image: str) -> None
 
 
 def check_get_archive_cap(rt: Runtime, image: str) -> None:
-    from .base import ArchiveTooLarge
-
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
@@ -147,7 +170,7 @@ def check_get_archive_cap(rt: Runtime, image: str) -> None:
         )
         try:
             rt.get_archive(cid, "/scratch", io.BytesIO(), cap=2048)
-        except ArchiveTooLarge:
+        except ArchiveTooLargeError:
             return
         raise AssertionError("get_archive ignored its cap")
 
@@ -184,7 +207,7 @@ def check_gradings_lists_a_live_grading(rt: Runtime, image: str) -> None:
 
 def check_census_sees_a_process_left_running(rt: Runtime, image: str) -> None:
     """Either the backend lists a container's processes from outside, exactly, or it says it
-    cannot (CensusUnavailable); a judge is reused only on an exact list."""
+    cannot (CensusUnavailableError); a judge is reused only on an exact list."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
@@ -197,7 +220,7 @@ def check_census_sees_a_process_left_running(rt: Runtime, image: str) -> None:
                     break
                 time.sleep(0.01)
                 before = rt.census(cid)
-        except CensusUnavailable:
+        except CensusUnavailableError:
             return
         assert len(before) == 2 and rt.census(cid) == before, before  # init and keep-alive
         rt.exec(cid, ("sh", "-c", "sleep 60 >/dev/null 2>&1 &"), deadline_s=30, output_cap=1024)
@@ -224,13 +247,35 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def self_check(rt: Runtime, image: str) -> dict[str, str]:
-    """Run every check; map each name to "ok" or the failure. Used by tests and `assay doctor`."""
-    results: dict[str, str] = {}
-    for check in CHECKS:
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's outcome: `detail` is "ok", or the failure as `Type: message`."""
+
+    name: str
+    passed: bool
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.detail}"
+
+
+def run_conformance(
+    runtime: Runtime, image: str, *, checks: Sequence[Check] | None = None
+) -> list[CheckResult]:
+    """Run `checks` (default: every check) against `runtime` with containers of `image`, one
+    after another, and return one `CheckResult` each, in order. A check that fails does not
+    stop the others; nothing is raised for a failed check (a `KeyboardInterrupt` still
+    propagates). Every container a check created is removed before the next one starts."""
+    results = []
+    for check in CHECKS if checks is None else checks:
         try:
-            check(rt, image)
-            results[check.__name__] = "ok"
+            check(runtime, image)
+            results.append(CheckResult(check.__name__, True, "ok"))
         except Exception as exc:
-            results[check.__name__] = f"{type(exc).__name__}: {exc}"
+            results.append(CheckResult(check.__name__, False, f"{type(exc).__name__}: {exc}"))
     return results
+
+
+def self_check(rt: Runtime, image: str) -> dict[str, str]:
+    """Every check's name mapped to "ok" or its failure (Inspect AI's `self_check` shape)."""
+    return {r.name: r.detail for r in run_conformance(rt, image)}
