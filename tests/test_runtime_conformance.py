@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from assay._internal.runtime.fake import FakeRuntime
@@ -29,6 +32,21 @@ def test_run_conformance_reports_every_check_and_names_a_failure() -> None:
     assert bad["check_runs_as_non_root"].detail.startswith("AssertionError")
     assert [n for n, r in bad.items() if not r.passed] == ["check_runs_as_non_root"]
     assert self_check(RunsAsRoot(), "fake-image")["check_runs_as_non_root"] != "ok"
+
+
+def test_checks_fail_under_python_O_too() -> None:
+    """`python -O` strips `assert`: a third party's run must still see its backend fail."""
+    code = (
+        "from assay._internal.runtime.fake import FakeRuntime\n"
+        "from assay.runtime.conformance import run_conformance\n"
+        "class Root(FakeRuntime):\n"
+        "    def exec(self, cid, argv, **kw):\n"
+        "        return super().exec(cid, ('echo', '0') if argv == ('id', '-u') else argv, **kw)\n"
+        "print([r.name for r in run_conformance(Root(), 'img') if not r.passed])\n"
+    )
+    out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['check_runs_as_non_root']"
 
 
 @pytest.mark.docker

@@ -44,6 +44,12 @@ Check = Callable[[Runtime, str], None]
 """One check: called with the runtime and an image; returns if the backend conforms."""
 
 
+def _require(holds: bool, seen: object = None) -> None:
+    # Not `assert`: `python -O` strips asserts, and a check that cannot fail proves nothing.
+    if not holds:
+        raise AssertionError(repr(seen) if seen is not None else "")
+
+
 def _spec(image: str, gid: str, **kw: object) -> ContainerSpec:
     return ContainerSpec(
         image=image,
@@ -60,39 +66,43 @@ def _gid() -> str:
 
 
 def check_exec_output_and_exit_code(rt: Runtime, image: str) -> None:
+    """`exec` returns the command's stdout and its exit status."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         r = rt.exec(cid, ("echo", "hello"), deadline_s=30, output_cap=1024)
-        assert (r.exit_code, r.stdout, r.timed_out, r.truncated) == (0, b"hello\n", False, False)
+        _require((r.exit_code, r.stdout, r.timed_out, r.truncated) == (0, b"hello\n", False, False))
         r = rt.exec(cid, ("sh", "-c", "exit 7"), deadline_s=30, output_cap=1024)
-        assert r.exit_code == 7, r
+        _require(r.exit_code == 7, r)
 
 
 def check_runs_as_non_root(rt: Runtime, image: str) -> None:
+    """Commands run as the spec's unprivileged user (uid 1000), never root."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         r = rt.exec(cid, ("id", "-u"), deadline_s=30, output_cap=1024)
-        assert r.stdout.strip() == b"1000", r
+        _require(r.stdout.strip() == b"1000", r)
 
 
 def check_deadline_stops_exec(rt: Runtime, image: str) -> None:
+    """A command past `deadline_s` is stopped: `timed_out`, no exit code, no long wait."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         r = rt.exec(cid, ("sleep", "30"), deadline_s=1.0, output_cap=1024)
-        assert r.timed_out and r.exit_code is None, r
-        assert r.duration_s < 10, r
+        _require(r.timed_out and r.exit_code is None, r)
+        _require(r.duration_s < 10, r)
 
 
 def check_output_cap_stops_flood(rt: Runtime, image: str) -> None:
+    """A command writing past `output_cap` is stopped: `truncated`, at most the cap kept."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         r = rt.exec(cid, ("sh", "-c", "yes"), deadline_s=30, output_cap=4096)
-        assert r.truncated and r.exit_code is None, r
-        assert len(r.stdout) <= 4096
+        _require(r.truncated and r.exit_code is None, r)
+        _require(len(r.stdout) <= 4096)
 
 
 def check_keep_container_survives_limits(rt: Runtime, image: str) -> None:
@@ -102,29 +112,32 @@ def check_keep_container_survives_limits(rt: Runtime, image: str) -> None:
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         r = rt.exec(cid, ("sleep", "30"), deadline_s=1.0, output_cap=1024, keep_container=True)
-        assert r.timed_out and r.exit_code is None, r
+        _require(r.timed_out and r.exit_code is None, r)
         flood = ("sh", "-c", "yes | head -c 100000")
         r = rt.exec(cid, flood, deadline_s=30, output_cap=4096, keep_container=True)
-        assert r.truncated and r.exit_code is None and len(r.stdout) <= 4096, r
+        _require(r.truncated and r.exit_code is None and len(r.stdout) <= 4096, r)
         r = rt.exec(cid, ("echo", "alive"), deadline_s=30, output_cap=1024)
-        assert (r.exit_code, r.stdout) == (0, b"alive\n"), r
+        _require((r.exit_code, r.stdout) == (0, b"alive\n"), r)
 
 
 def check_root_is_read_only_scratch_is_writable(rt: Runtime, image: str) -> None:
+    """A hardened container's root refuses writes; its scratch directory takes them."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         bad = rt.exec(cid, ("sh", "-c", "printf %s x > /etc/owned"), deadline_s=30, output_cap=1024)
-        assert bad.exit_code not in (0, None), bad
+        _require(bad.exit_code not in (0, None), bad)
         ok = rt.exec(
             cid, ("sh", "-c", "printf %s data > /scratch/f"), deadline_s=30, output_cap=1024
         )
-        assert ok.exit_code == 0, ok
+        _require(ok.exit_code == 0, ok)
         r = rt.exec(cid, ("cat", "/scratch/f"), deadline_s=30, output_cap=1024)
-        assert r.stdout == b"data", r
+        _require(r.stdout == b"data", r)
 
 
 def check_archive_round_trip(rt: Runtime, image: str) -> None:
+    """`put_archive` unpacks a tar into the container; `get_archive` of a paused one reads it
+    back."""
     gid = _gid()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tf:
@@ -134,7 +147,7 @@ def check_archive_round_trip(rt: Runtime, image: str) -> None:
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         rt.put_archive(cid, "/scratch", buf.getvalue())
-        assert (
+        _require(
             rt.exec(cid, ("cat", "/scratch/in.txt"), deadline_s=30, output_cap=64).stdout
             == b"12345"
         )
@@ -144,10 +157,11 @@ def check_archive_round_trip(rt: Runtime, image: str) -> None:
         out.seek(0)
         with tarfile.open(fileobj=out) as tf:
             member = tf.extractfile("scratch/in.txt")
-            assert member is not None and member.read() == b"12345"
+            _require(member is not None and member.read() == b"12345")
 
 
 def check_put_archive_refused_on_read_only_root(rt: Runtime, image: str) -> None:
+    """`put_archive` into a read-only root raises."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
@@ -159,6 +173,7 @@ def check_put_archive_refused_on_read_only_root(rt: Runtime, image: str) -> None
 
 
 def check_get_archive_cap(rt: Runtime, image: str) -> None:
+    """`get_archive` raises `ArchiveTooLargeError` past its cap."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
@@ -176,15 +191,17 @@ def check_get_archive_cap(rt: Runtime, image: str) -> None:
 
 
 def check_nothing_left_after_scope(rt: Runtime, image: str) -> None:
+    """Everything a grading created, started or not, is gone when its scope closes."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         scope.container(_spec(image, gid))
         scope.container(_spec(image, gid), start=False)
-        assert len(rt.leftovers(gid)) >= 2
-    assert rt.leftovers(gid) == [], rt.leftovers(gid)
+        _require(len(rt.leftovers(gid)) >= 2)
+    _require(rt.leftovers(gid) == [], rt.leftovers(gid))
 
 
 def check_cleanup_on_exception(rt: Runtime, image: str) -> None:
+    """Also when the scope is left by an exception (here Ctrl-C)."""
     gid = _gid()
     try:
         with GradingScope(rt, gid) as scope:
@@ -192,17 +209,18 @@ def check_cleanup_on_exception(rt: Runtime, image: str) -> None:
             raise KeyboardInterrupt
     except KeyboardInterrupt:
         pass
-    assert rt.leftovers(gid) == [], rt.leftovers(gid)
+    _require(rt.leftovers(gid) == [], rt.leftovers(gid))
 
 
 def check_gradings_lists_a_live_grading(rt: Runtime, image: str) -> None:
+    """`gradings` lists a grading while it has containers; `orphans` never lists a live one."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         scope.container(_spec(image, gid), start=False)
-        assert gid in rt.gradings(), rt.gradings()
+        _require(gid in rt.gradings(), rt.gradings())
         # Its controller (this process) is alive: gc must not take it.
-        assert gid not in rt.orphans()
-    assert gid not in rt.gradings()
+        _require(gid not in rt.orphans())
+    _require(gid not in rt.gradings())
 
 
 def check_census_sees_a_process_left_running(rt: Runtime, image: str) -> None:
@@ -222,12 +240,12 @@ def check_census_sees_a_process_left_running(rt: Runtime, image: str) -> None:
                 before = rt.census(cid)
         except CensusUnavailableError:
             return
-        assert len(before) == 2 and rt.census(cid) == before, before  # init and keep-alive
+        _require(len(before) == 2 and rt.census(cid) == before, before)  # init and keep-alive
         rt.exec(cid, ("sh", "-c", "sleep 60 >/dev/null 2>&1 &"), deadline_s=30, output_cap=1024)
         after = rt.census(cid)
-        assert before < after and len(after) == len(before) + 1, (before, after)
+        _require(before < after and len(after) == len(before) + 1, (before, after))
         # Thawed again: the container still runs commands.
-        assert rt.exec(cid, ("true",), deadline_s=30, output_cap=1024).exit_code == 0
+        _require(rt.exec(cid, ("true",), deadline_s=30, output_cap=1024).exit_code == 0)
 
 
 CHECKS: tuple[Check, ...] = (
