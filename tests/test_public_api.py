@@ -379,6 +379,12 @@ def test_internal_errors_are_the_public_ones() -> None:
     assert JudgeReportError("schema", "x").reason_codes == (INVALID_OUTPUT, "judge:schema")
 
 
+def test_an_unknown_oci_runtime_is_a_usage_error(tmp_path: Path) -> None:
+    grader = assay.Grader(oci_runtime="kata", key=tmp_path / "signing.key")
+    with pytest.raises(assay.errors.UsageError, match="unknown OCI runtime 'kata'"):
+        grader.runtime()
+
+
 def test_verification_error_says_why() -> None:
     err = assay.errors.VerificationError("signature:invalid", "no signature verified")
     assert err.reason == "signature:invalid"
