@@ -150,6 +150,26 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        "exit-code-one-meaning",
+        "no error exits 1, the code of a FAILED grading (an archive over its cap did)",
+        "src/assay/errors.py",
+        '    itself; it escapes only where nothing was being judged."""\n',
+        '    itself; it escapes only where nothing was being judged."""\n\n    exit_code = 1\n',
+        (
+            "tests/test_public_api.py::test_each_error_has_the_exit_code_of_what_it_means",
+            "tests/test_public_api.py::"
+            "test_the_command_line_exits_with_the_errors_code[ArchiveTooLargeError]",
+        ),
+    ),
+    Mutation(
+        "conformance-not-assert",
+        "the runtime conformance checks failing under python -O (not through assert)",
+        "src/assay/runtime/conformance.py",
+        '    if not holds:\n        raise AssertionError(repr(seen) if seen is not None else "")',
+        "    assert holds, seen",
+        ("tests/test_runtime_conformance.py::test_checks_fail_under_python_O_too",),
+    ),
+    Mutation(
         "controller-duplicate-keys",
         "the controller's refusal of duplicate JSON keys (strict_json.py)",
         "src/assay/_internal/model/strict_json.py",

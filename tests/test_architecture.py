@@ -145,3 +145,49 @@ def test_the_map_rejects_a_forbidden_import() -> None:
     table = rules()
     assert "assay._internal.tiers" not in table["assay._internal.firewall"]
     assert "assay._internal.api" not in table["assay._internal.tiers"]
+
+
+# The user's commands, and what they share, run on the public API only (docs/architecture.md);
+# the proof tools (`matrix`, `bench`) and `gc`, `import` may use the internals.
+PUBLIC_API_COMMANDS = (
+    "assay.cli.grade",
+    "assay.cli.grade_many",
+    "assay.cli.keys",
+    "assay.cli.build",
+    "assay.cli.firewall",
+    "assay.cli.report",
+)
+
+
+def internal_imports_of(starts: tuple[str, ...], graph: dict[str, set[str]]) -> list[str]:
+    """Every `assay._internal` import reached from `starts` through other `assay.cli` modules
+    (a command that reached the internals through `common` would still be on them)."""
+    found, seen, todo = [], set(), list(starts)
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        for target in sorted(graph[module]):
+            if target.startswith("assay._internal"):
+                found.append(f"{module} -> {target}")
+            elif target.startswith("assay.cli."):
+                todo.append(target)
+    return found
+
+
+def test_the_users_commands_run_on_the_public_api() -> None:
+    graph = imports(_modules())
+    assert set(PUBLIC_API_COMMANDS) <= set(graph)
+    assert internal_imports_of(PUBLIC_API_COMMANDS, graph) == []
+    assert not {p for p in rules()["assay.cli"] if p.startswith("assay._internal")}
+
+
+def test_the_public_cli_check_sees_an_internal_import() -> None:
+    graph = {
+        "assay.cli.grade": {"assay", "assay.cli.common"},
+        "assay.cli.common": {"assay._internal.runtime.engine"},
+    }
+    assert internal_imports_of(("assay.cli.grade",), graph) == [
+        "assay.cli.common -> assay._internal.runtime.engine"
+    ]

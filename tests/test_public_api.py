@@ -4,60 +4,145 @@ deliberate change to this file. The mapping submission's safety is shown both at
 
 from __future__ import annotations
 
+import ast
+import builtins
+import dataclasses
 import inspect
 import io
 import os
+import re
 import secrets
+import sys
 import tarfile
 import tempfile
+import types
+from collections.abc import Callable
 from pathlib import Path
+from typing import Literal, TypeVar
 
+import pydantic
 import pytest
 
 import assay
+import assay.batch
 import assay.errors
 import assay.firewall
+import assay.runtime
+import assay.runtime.conformance
 from assay._internal.firewall.mapping import write_mapping_tar
 
 ROOT = Path(__file__).resolve().parents[1]
 ADD = ROOT / "examples" / "add"
 CORRECT = "def add(a, b):\n    return a + b\n"
+PUBLIC_MODULES = (
+    assay,
+    assay.errors,
+    assay.firewall,
+    assay.batch,
+    assay.runtime,
+    assay.runtime.conformance,
+)
 WRONG = "def add(a, b):\n    return a - b\n"
 
 
 def test_all_is_pinned() -> None:
     assert sorted(assay.__all__) == [
         "Agent",
+        "Diagnostics",
+        "EnvImage",
+        "EnvironmentSpec",
         "ExecResult",
         "Graded",
         "Grader",
         "Job",
+        "MAX_ENVELOPE_BYTES",
+        "ReportSummary",
         "Session",
         "Submission",
+        "TIER_TITLES",
         "Task",
+        "TaskConfig",
+        "TaskLike",
+        "Tier",
+        "UNSAFE_TIERS",
         "Verdict",
         "__version__",
+        "batch",
+        "build_environment",
         "errors",
         "firewall",
         "keygen",
+        "keyid",
+        "load_public_key",
         "load_task",
+        "printable",
+        "runtime",
         "verify",
+        "write_report",
     ]
-    for name in assay.__all__:
-        assert hasattr(assay, name), name
+    for module in PUBLIC_MODULES:
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module.__name__}.{name}"
     assert assay.firewall.__all__ == [
         "RULES",
         "Accepted",
         "FirewallLimits",
+        "ManifestEntry",
         "Rejected",
         "check",
+        "display",
         "materialise",
+    ]
+    assert sorted(assay.runtime.__all__) == [
+        "Bind",
+        "ContainerSpec",
+        "DEFAULT_BASE_IMAGE",
+        "ExecResult",
+        "LABEL",
+        "Limits",
+        "OCI_RUNTIMES",
+        "Runtime",
+        "START_DOCKER_FIX",
+        "Scratch",
+        "UNPRIVILEGED_USER",
+    ]
+    assert sorted(assay.runtime.conformance.__all__) == [
+        "CHECKS",
+        "Check",
+        "CheckResult",
+        "run_conformance",
+        "self_check",
+    ]
+    assert sorted(assay.batch.__all__) == [
+        "Batch",
+        "BatchJob",
+        "BatchResult",
+        "Outcome",
+        "Progress",
+        "Tally",
+        "drain",
+        "jobs_from_dir",
+        "jobs_from_manifest",
     ]
 
 
 SIGNATURES = {
     "load_task": "(path: 'Path | str') -> 'Task'",
-    "keygen": "(directory: 'str | os.PathLike[str]') -> 'tuple[Path, Path]'",
+    "keygen": "(directory: 'str | os.PathLike[str] | None' = None) -> 'tuple[Path, Path]'",
+    "keyid": "(public_key: 'str | os.PathLike[str] | Ed25519PublicKey') -> 'str'",
+    "load_public_key": "(path: 'str | os.PathLike[str]') -> 'Ed25519PublicKey'",
+    "build_environment": "(task: 'TaskLike', *, progress: 'Callable[[str], None] | None' = None) "
+    "-> 'EnvImage | None'",
+    "write_report": "(out_dir: 'str | os.PathLike[str]', *, "
+    "html: 'str | os.PathLike[str] | None' = None, "
+    "junit: 'str | os.PathLike[str] | None' = None, "
+    "public_key: 'str | os.PathLike[str] | Ed25519PublicKey | None' = None) -> 'ReportSummary'",
+    "Grader.batch": "(self, jobs: 'Iterable[Job | BatchJob]', *, parallel: 'int' = 2, "
+    "ray: 'str | None' = None, ray_insecure_no_auth: 'bool' = False) -> 'Batch'",
+    "batch.Batch.run": "(self, out: 'Path', progress: 'Progress | None' = None) "
+    "-> 'Generator[Graded, None, BatchResult]'",
+    "runtime.conformance.run_conformance": "(runtime: 'Runtime', image: 'str', *, "
+    "checks: 'Sequence[Check] | None' = None) -> 'list[CheckResult]'",
     "verify": "(envelope: 'bytes', public_key: 'str | os.PathLike[str] | Ed25519PublicKey', *, "
     "subject: 'str | None' = None) -> 'Verdict'",
     "Grader": "(*, runtime: 'Runtime | None' = None, image: 'str | None' = None, "
@@ -93,6 +178,110 @@ def test_signatures_are_pinned(name: str) -> None:
     assert str(inspect.signature(obj)) == SIGNATURES[name]  # type: ignore[arg-type]
 
 
+# -- every type a public signature names is public ------------------------------------------
+
+
+def _assigned_names() -> set[str]:
+    """Names bound by an assignment at the top of any assay module (type aliases such as
+    `Tier = Literal[...]` are objects of `typing`, so only their name says they are ours)."""
+    names: set[str] = set()
+    for path in (ROOT / "src" / "assay").rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign):
+                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+    return names
+
+
+def _public_signatures() -> list[tuple[str, Callable[..., object], dict[str, object]]]:
+    """(where, callable, the namespace its annotations resolve in) for each public function,
+    constructor and public method of a public class. A pydantic model's constructor is its
+    fields (a record assay hands out, documented in docs/verdicts.md and docs/tasks.md), so
+    only its own methods count."""
+    found = []
+    for module in PUBLIC_MODULES:
+        for name in module.__all__:
+            obj = getattr(module, name)
+            where = f"{module.__name__}.{name}"
+            if inspect.isfunction(obj):
+                found.append((where, obj, obj.__globals__))
+            if not (inspect.isclass(obj) and obj.__module__.startswith("assay")):
+                continue
+            namespace = vars(sys.modules[obj.__module__])
+            if not issubclass(obj, pydantic.BaseModel) and (
+                "__init__" in vars(obj) or dataclasses.is_dataclass(obj)
+            ):
+                found.append((where, obj.__init__, namespace))
+            for attr, value in vars(obj).items():
+                if isinstance(value, (staticmethod, classmethod)):
+                    value = value.__func__
+                if isinstance(value, property) and value.fget is not None:
+                    value = value.fget
+                if not attr.startswith("_") and inspect.isfunction(value):
+                    found.append((f"{where}.{attr}", value, namespace))
+    return found
+
+
+def _resolve(dotted: str, namespace: dict[str, object]) -> object:
+    head, *rest = dotted.split(".")
+    obj = namespace[head] if head in namespace else getattr(builtins, head)
+    for part in rest:
+        obj = getattr(obj, part)
+    return obj
+
+
+def non_public_types(
+    signatures: list[tuple[str, Callable[..., object], dict[str, object]]],
+) -> list[str]:
+    """Each name in a signature that resolves to a type or alias assay made but does not
+    export from a public module (`where(parameter): name`)."""
+    public = {id(getattr(m, n)) for m in PUBLIC_MODULES for n in m.__all__}
+    assigned = _assigned_names()
+    bad = []
+    for where, fn, namespace in signatures:
+        for param, annotation in inspect.get_annotations(fn).items():
+            text = annotation if isinstance(annotation, str) else repr(annotation)
+            for name in re.findall(r"[A-Za-z_][\w.]*", re.sub(r"'[^']*'|\"[^\"]*\"", "", text)):
+                try:
+                    obj = _resolve(name, namespace)
+                except (KeyError, AttributeError):
+                    bad.append(f"{where}({param}): {name} does not resolve")
+                    continue
+                if id(obj) in public or isinstance(obj, (types.ModuleType, TypeVar)):
+                    continue
+                ours = (getattr(obj, "__module__", None) or "").startswith("assay") or (
+                    not inspect.isclass(obj) and name.rpartition(".")[2] in assigned
+                )
+                if ours:
+                    bad.append(f"{where}({param}): {name}")
+    return sorted(set(bad))
+
+
+def test_every_type_a_public_signature_names_is_public() -> None:
+    signatures = _public_signatures()
+    assert len(signatures) > 50  # the walk found the API, not nothing
+    assert non_public_types(signatures) == []
+
+
+def test_the_public_type_check_sees_an_internal_type() -> None:
+    class Hidden:
+        pass
+
+    Hidden.__module__ = "assay._internal.somewhere"
+
+    def grade(task: Hidden, tier: str) -> assay.Verdict:  # type: ignore[empty-body]
+        ...
+
+    # Annotations resolve in the namespace given: here `tier` names an alias assay made.
+    grade.__annotations__["tier"] = "Tier"
+    namespace = {"Hidden": Hidden, "Tier": Literal["t3"], "assay": assay}
+    assert non_public_types([("grade", grade, namespace)]) == [
+        "grade(task): Hidden",
+        "grade(tier): Tier",
+    ]
+
+
 def test_firewall_check_signature() -> None:
     params = inspect.signature(assay.firewall.check).parameters
     assert list(params)[:3] == ["source", "sink", "limits"]
@@ -111,6 +300,89 @@ def test_every_public_error_is_named_error_and_explains_itself() -> None:
     for name, value in vars(assay.errors).items():
         if isinstance(value, type) and issubclass(value, BaseException):
             assert name in assay.errors.__all__, name
+
+
+# Each exit code means one thing (README): 1 is a FAILED verdict or a failed verification, so
+# no other error may take it; 2 is the caller's or the task's fault; 3 is no verdict.
+EXIT_CODES = {
+    "ArchiveTooLargeError": 3,
+    "AssayError": 3,
+    "CensusUnavailableError": 3,
+    "ClusterError": 2,
+    "ContainerStuckError": 3,
+    "EngineError": 3,
+    "EngineUnavailableError": 3,
+    "EnvironmentBuildError": 2,
+    "FirewallError": 3,
+    "GradingCancelledError": 3,
+    "ImageMissingError": 3,
+    "InfrastructureError": 3,
+    "InternalError": 3,
+    "JudgeReportError": 3,
+    "KeyFileError": 2,
+    "NodeLostError": 3,
+    "TaskEnvironmentError": 2,
+    "TaskError": 2,
+    "UnsafeInputsError": 2,
+    "UsageError": 2,
+    "VerificationError": 1,
+}
+
+
+def test_each_error_has_the_exit_code_of_what_it_means() -> None:
+    assert {name: getattr(assay.errors, name).exit_code for name in assay.errors.__all__} == (
+        EXIT_CODES
+    )
+    for name in assay.errors.__all__:
+        cls = getattr(assay.errors, name)
+        assert (cls.exit_code == 1) == issubclass(cls, assay.errors.VerificationError), name
+        assert (cls.exit_code == 2) == issubclass(cls, assay.errors.UsageError), name
+
+
+@pytest.mark.parametrize("name", sorted(EXIT_CODES))
+def test_the_command_line_exits_with_the_errors_code(name: str) -> None:
+    """What `assay` exits with when the error ends a command: the error's own code, so an
+    archive over its cap (no verdict) never exits 1 like a FAILED grading."""
+    from assay.cli.common import exit_codes
+
+    e = assay.errors
+    made: dict[str, e.AssayError] = {
+        "ArchiveTooLargeError": e.ArchiveTooLargeError(64),
+        "ContainerStuckError": e.ContainerStuckError("stuck", removed=True),
+        "EnvironmentBuildError": e.EnvironmentBuildError("t", "failed", "log"),
+        "ImageMissingError": e.ImageMissingError("img", "build it"),
+        "InternalError": e.InternalError("g1", ValueError("bug")),
+        "JudgeReportError": e.JudgeReportError("schema", "bad"),
+        "TaskEnvironmentError": e.TaskEnvironmentError("t", "no image"),
+        "TaskError": e.TaskError("t", "bad"),
+        "UnsafeInputsError": e.UnsafeInputsError("t", "leak"),
+        "VerificationError": e.VerificationError("signature:invalid", "bad"),
+    }
+    err = made.get(name) or getattr(e, name)("boom")
+    with pytest.raises(SystemExit) as stopped, exit_codes():
+        raise err
+    assert stopped.value.code == EXIT_CODES[name]
+
+
+def test_internal_errors_are_the_public_ones() -> None:
+    """The errors assay raises on purpose live in assay.errors; the implementation's old names
+    are the same classes, so no caller catches one and misses the other."""
+    from assay._internal.runtime import ArchiveTooLarge, CensusUnavailable, RuntimeError_
+    from assay._internal.runtime.observed import Cancelled
+    from assay._internal.tiers.judge_report import INVALID_OUTPUT, JudgeReportError
+
+    assert ArchiveTooLarge is assay.errors.ArchiveTooLargeError
+    assert CensusUnavailable is assay.errors.CensusUnavailableError
+    assert RuntimeError_ is assay.errors.EngineError
+    assert Cancelled is assay.errors.GradingCancelledError
+    assert JudgeReportError is assay.errors.JudgeReportError
+    assert JudgeReportError("schema", "x").reason_codes == (INVALID_OUTPUT, "judge:schema")
+
+
+def test_an_unknown_oci_runtime_is_a_usage_error(tmp_path: Path) -> None:
+    grader = assay.Grader(oci_runtime="kata", key=tmp_path / "signing.key")
+    with pytest.raises(assay.errors.UsageError, match="unknown OCI runtime 'kata'"):
+        grader.runtime()
 
 
 def test_verification_error_says_why() -> None:

@@ -4,6 +4,7 @@ its life says so (the engine tests are in test_session_docker.py)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
@@ -64,3 +65,37 @@ def test_a_session_outside_its_life_refuses_every_call(tmp_path: Path) -> None:
             call()
     with pytest.raises(UsageError, match="has ended"):
         s.grade()
+
+
+class _ArchiveFails(FakeRuntime):
+    """A file the probe calls readable, whose archive read fails with `error`."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(programs={"sh": lambda c, argv, env: (0, b"file\n", b"")})
+        self.error = error
+
+    def get_archive(self, cid: str, path: str, sink: BinaryIO, cap: int) -> int:
+        raise self.error
+
+
+def _read_with(error: Exception, tmp_path: Path) -> BaseException:
+    grader = assay.Grader(runtime=_ArchiveFails(error), image="img", key=tmp_path / "k.key")
+    with grader.session(ADD) as s, pytest.raises(assay.errors.AssayError) as caught:
+        s.read_file("solution.py")
+    return caught.value
+
+
+def test_read_file_over_its_cap_is_too_large(tmp_path: Path) -> None:
+    err = _read_with(assay.errors.ArchiveTooLargeError(64), tmp_path)
+    assert isinstance(err, UsageError) and "larger than" in str(err)
+
+
+def test_read_file_names_the_real_cause_of_any_other_failure(tmp_path: Path) -> None:
+    """Only the cap is reported as "too large": an engine error, or anything unexpected, is
+    named as what it was, and is no usage error (the caller did nothing wrong)."""
+    engine = _read_with(assay.errors.EngineError("container vanished: c1"), tmp_path)
+    assert isinstance(engine, assay.errors.InfrastructureError)
+    assert "container vanished" in str(engine) and "larger" not in str(engine)
+    other = _read_with(OSError("engine socket closed"), tmp_path)
+    assert isinstance(other, assay.errors.InfrastructureError)
+    assert "OSError: engine socket closed" in str(other) and "larger" not in str(other)

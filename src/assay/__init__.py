@@ -1,7 +1,8 @@
 """assay: grade AI coding agents so that the graded code cannot touch what grades it.
 
-The public API is what this module exports (`__all__`), plus `assay.errors` and
-`assay.firewall`. Everything under `assay._internal` may change in any release.
+The public API is what this module exports (`__all__`), plus `assay.errors`,
+`assay.firewall`, `assay.batch` and `assay.runtime`. Everything under `assay._internal` may
+change in any release.
 
     import assay
 
@@ -12,30 +13,52 @@ The public API is what this module exports (`__all__`), plus `assay.errors` and
 
 from __future__ import annotations
 
-from assay import errors, firewall
+from assay import batch, errors, firewall, runtime
+from assay._internal.api.build import build_environment
 from assay._internal.api.graded import Graded
-from assay._internal.api.grader import Grader, Job
-from assay._internal.api.keys import keygen, verify
+from assay._internal.api.grader import Grader, Job, TaskLike
+from assay._internal.api.keys import keygen, keyid, load_public_key, verify
+from assay._internal.api.report import ReportSummary, write_report
 from assay._internal.api.session import ExecResult, Session
 from assay._internal.api.submission import Agent, Submission
-from assay._internal.model.task import Task, load_task
-from assay._internal.model.verdict import Verdict
+from assay._internal.environment import EnvImage
+from assay._internal.model.diagnostics import Diagnostics, printable
+from assay._internal.model.task import EnvironmentSpec, Task, TaskConfig, load_task
+from assay._internal.model.verdict import TIER_TITLES, UNSAFE_TIERS, Tier, Verdict
+from assay._internal.signing.dsse import MAX_ENVELOPE_BYTES
 from assay._version import __version__
 
 __all__ = [
+    "MAX_ENVELOPE_BYTES",
+    "TIER_TITLES",
+    "UNSAFE_TIERS",
     "Agent",
+    "Diagnostics",
+    "EnvImage",
+    "EnvironmentSpec",
     "ExecResult",
     "Graded",
     "Grader",
     "Job",
+    "ReportSummary",
     "Session",
     "Submission",
     "Task",
+    "TaskConfig",
+    "TaskLike",
+    "Tier",
     "Verdict",
     "__version__",
+    "batch",
+    "build_environment",
     "errors",
     "firewall",
     "keygen",
+    "keyid",
+    "load_public_key",
     "load_task",
+    "printable",
+    "runtime",
     "verify",
+    "write_report",
 ]

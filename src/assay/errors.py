@@ -1,20 +1,29 @@
 """Every error assay raises on purpose: one root (`AssayError`), each with an exit code and a
 `diagnostics()` that explains it to a person. Catch `AssayError` to catch them all.
 
-Exit codes (the command line uses them as they are): 1 a verification failed, 2 usage or task
-error, 3 no verdict could be produced (infrastructure).
+Exit codes (the command line uses them as they are): 2 usage or task error, 3 no verdict could
+be produced (infrastructure), 1 a verification failed. Exit 1 is the code of a FAILED grading
+too, so no error but `VerificationError` ever takes it: an error is never read as a failed
+verdict, nor a failed verdict as an error.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ArchiveTooLargeError",
     "AssayError",
+    "CensusUnavailableError",
     "ClusterError",
+    "ContainerStuckError",
+    "EngineError",
     "EngineUnavailableError",
     "EnvironmentBuildError",
     "FirewallError",
+    "GradingCancelledError",
+    "ImageMissingError",
     "InfrastructureError",
     "InternalError",
+    "JudgeReportError",
     "KeyFileError",
     "NodeLostError",
     "TaskEnvironmentError",
@@ -133,6 +142,65 @@ class EngineUnavailableError(InfrastructureError):
 class NodeLostError(InfrastructureError):
     """A cluster node (or its worker) died under a grading, so no result came back. The batch
     grades the submission again from scratch under a new grading id; the lost one is swept."""
+
+
+class ImageMissingError(InfrastructureError):
+    """An image is not on this engine (exit 3); assay never pulls. A caller that can say how to
+    make it (a task's environment) names that fix instead."""
+
+    def __init__(self, name: str, fix: str) -> None:
+        super().__init__(f"image {name!r} is not on this Docker engine", fix=fix)
+        self.name = name
+
+
+class EngineError(InfrastructureError):
+    """A container backend (`assay.runtime.Runtime`) failed in a way that leaves no
+    trustworthy result (exit 3): a container vanished or stopped at no limit, the engine
+    refused a call. The grading it hit has no verdict."""
+
+
+class ContainerStuckError(EngineError):
+    """The engine answers, but not about one container: a call on it ran past the client's
+    timeout (a runtime shim that stopped answering; seen with Debian's gVisor). Only that
+    grading fails, also when the container could be removed after all (`removed`): what the
+    engine reported about it while it was stuck is not trusted."""
+
+    def __init__(self, message: str, fix: str | None = None, removed: bool = False) -> None:
+        super().__init__(message, fix)
+        self.removed = removed
+
+
+class CensusUnavailableError(EngineError):
+    """The backend cannot list a container's processes from outside (runsc here): whatever
+    relies on the list (reusing a judge) must not happen."""
+
+
+class GradingCancelledError(EngineError):
+    """The controller cancelled a running grading (a batch aborted by a second Ctrl-C or a
+    lost engine); it has no verdict (exit 3)."""
+
+
+class ArchiveTooLargeError(AssayError):
+    """An archive read out of a container exceeded its byte cap (exit 3 when it ends a
+    command: no verdict). A grading turns it into a failed verdict with a `limit:` reason
+    itself; it escapes only where nothing was being judged."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(f"archive larger than its cap of {cap} bytes")
+        self.cap = cap
+
+
+class JudgeReportError(AssayError):
+    """The judge's output was not a valid report (exit 3 if it ever escaped: the tiers turn it
+    into an error verdict whose reasons are `reason_codes`)."""
+
+    def __init__(self, detail: str, message: str) -> None:
+        super().__init__(f"judge output rejected: {message}")
+        self.detail = detail
+
+    @property
+    def reason_codes(self) -> tuple[str, str]:
+        return "judge:invalid-output", f"judge:{self.detail}"
 
 
 class FirewallError(AssayError):

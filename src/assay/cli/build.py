@@ -7,9 +7,7 @@ from pathlib import Path
 
 import click
 
-from assay._internal.environment import ensure_environment
-from assay._internal.model.task import load_task
-from assay._internal.runtime.engine import engine_client
+import assay
 
 from .common import exit_codes
 
@@ -23,12 +21,12 @@ def build_cmd(task: Path, quiet: bool) -> None:
     Exit 2 for a Dockerfile that fails (with the end of its log), a base image or
     `image =` that is not on the engine, or an image without python3."""
     with exit_codes():
-        loaded = load_task(task)
+        loaded = assay.load_task(task)
         if loaded.environment is None:
             click.echo(f"task {loaded.id!r} has no [environment]: it runs on the base image")
             return
         progress = None if quiet else (lambda line: click.echo(line, err=True))
-        env = ensure_environment(engine_client(), loaded, progress=progress)
+        env = assay.build_environment(loaded, progress=progress)
         assert env is not None
         how = f"built in {env.build_s:.1f} s" if env.built else "cached"
         click.echo(f"{env.ref} {env.image_id} {how}")

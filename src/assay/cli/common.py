@@ -10,9 +10,8 @@ from typing import NoReturn, TypeVar
 
 import click
 
-from assay._internal.runtime.engine import OCI_RUNTIMES
-from assay._internal.runtime.images import DEFAULT_BASE_IMAGE
 from assay.errors import AssayError, InternalError
+from assay.runtime import DEFAULT_BASE_IMAGE, OCI_RUNTIMES
 
 F = TypeVar("F", bound=Callable[..., object])
 

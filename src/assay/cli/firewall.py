@@ -11,9 +11,8 @@ from typing import BinaryIO, cast
 
 import click
 
-from assay._internal.firewall.check import Accepted, Rejected, check
-from assay._internal.firewall.tarbase import display
 from assay.errors import UsageError
+from assay.firewall import Accepted, Rejected, check, display
 
 
 @click.group()

@@ -9,8 +9,6 @@ import click
 from rich.console import Console
 
 import assay
-from assay._internal.model.diagnostics import Diagnostics, printable
-from assay._internal.model.verdict import TIER_TITLES, UNSAFE_TIERS
 from assay.errors import UsageError
 
 from .common import engine_options, exit_codes
@@ -18,7 +16,7 @@ from .common import engine_options, exit_codes
 EXIT_PASSED, EXIT_FAILED = 0, 1
 
 
-def print_diagnostics(console: Console, diagnostics: Diagnostics) -> None:
+def print_diagnostics(console: Console, diagnostics: assay.Diagnostics) -> None:
     """Failed cases explained; every character that could steer a terminal is escaped
     (they hold candidate bytes)."""
     for d in diagnostics.cases:
@@ -26,7 +24,7 @@ def print_diagnostics(console: Console, diagnostics: Diagnostics) -> None:
         parts = [("diff", d.diff)] if d.diff else [("expected", d.expected), ("actual", d.actual)]
         for label, text in parts:
             console.print(f"    {label}:", markup=False, highlight=False)
-            for line in printable(text).splitlines()[:40]:
+            for line in assay.printable(text).splitlines()[:40]:
                 console.print(f"      {line}", markup=False, highlight=False, soft_wrap=True)
 
 
@@ -60,7 +58,7 @@ def _summary(console: Console, v: assay.Verdict, out: Path) -> None:
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Directory mounted read-only at /agent for --agent-cmd.",
 )
-@click.option("--tier", type=click.Choice(list(TIER_TITLES)), help="Override the tier.")
+@click.option("--tier", type=click.Choice(list(assay.TIER_TITLES)), help="Override the tier.")
 @click.option(
     "--unsafe-baseline",
     is_flag=True,
@@ -92,7 +90,7 @@ def grade_cmd(
             raise UsageError("--agent-dir only goes with --agent-cmd")
         task = assay.load_task(task_dir)
         chosen = assay.Grader.tier_for(task, tier, unsafe_baseline=unsafe_baseline)
-        if chosen in UNSAFE_TIERS:
+        if chosen in assay.UNSAFE_TIERS:
             err.print(
                 f"[bold yellow]warning:[/] {chosen} is an UNSAFE baseline; its verdict "
                 "can be forged by the submission. Never use it to score anything."

@@ -28,17 +28,9 @@ from rich.progress import Task as RichTask
 from rich.text import Text
 
 import assay
-from assay._internal.batch.run import (
-    Job,
-    Outcome,
-    Progress,
-    Tally,
-    drain,
-    jobs_from_dir,
-    jobs_from_manifest,
-)
-from assay._internal.runtime.docker import START_DOCKER_FIX
+from assay.batch import BatchJob, Outcome, Progress, Tally, drain, jobs_from_dir, jobs_from_manifest
 from assay.errors import UsageError
+from assay.runtime import START_DOCKER_FIX
 
 from .common import engine_options, exit_codes
 
@@ -174,7 +166,7 @@ def grade_many_cmd(
     sys.exit(EXIT_ERRORS if t.errors or result.not_run else EXIT_OK)
 
 
-def _jobs(task_dir: Path | None, manifest: Path | None, submissions: Path | None) -> list[Job]:
+def _jobs(task_dir: Path | None, manifest: Path | None, submissions: Path | None) -> list[BatchJob]:
     if manifest is not None:
         if task_dir is not None or submissions is not None:
             raise UsageError("--manifest names its tasks; give no TASK_DIR or --submissions")

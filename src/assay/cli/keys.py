@@ -15,16 +15,14 @@ from rich.console import Console
 from rich.text import Text
 
 import assay
-from assay._internal.model.verdict import TIER_TITLES, UNSAFE_TIERS, Tier
-from assay._internal.signing.dsse import MAX_ENVELOPE_BYTES
-from assay._internal.signing.keys import default_key_dir, keyid, load_public_key
 from assay.errors import AssayError, UsageError, VerificationError
 
 from .common import fail
 
 
-def _tier_name(tier: Tier) -> str:
-    return f"{TIER_TITLES[tier]} baseline" if tier in UNSAFE_TIERS else TIER_TITLES[tier]
+def _tier_name(tier: assay.Tier) -> str:
+    titles = assay.TIER_TITLES
+    return f"{titles[tier]} baseline" if tier in assay.UNSAFE_TIERS else titles[tier]
 
 
 def _console(stderr: bool = False) -> Console:
@@ -52,8 +50,8 @@ def _fail(exc: AssayError, as_json: bool) -> NoReturn:
 def keygen(directory: Path | None) -> None:
     """Create an Ed25519 key pair for signing verdicts (never overwrites)."""
     try:
-        key_path, pub_path = assay.keygen(directory or default_key_dir())
-        kid = keyid(load_public_key(pub_path))
+        key_path, pub_path = assay.keygen(directory)
+        kid = assay.keyid(pub_path)
     except AssayError as exc:
         _fail(exc, as_json=False)
     console = _console()
@@ -65,7 +63,7 @@ def keygen(directory: Path | None) -> None:
 def _read_envelope(path: Path) -> bytes:
     try:
         with path.open("rb") as handle:
-            return handle.read(MAX_ENVELOPE_BYTES + 1)  # verify_envelope reports the oversize
+            return handle.read(assay.MAX_ENVELOPE_BYTES + 1)  # assay.verify reports the oversize
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
 
@@ -95,7 +93,7 @@ def _summary(verdict: assay.Verdict, kid: str, key_path: Path) -> list[Text]:
         lines.append(Text(f"  {case.status:<7} {case.id}"))
     if len(not_passed) > 10:
         lines.append(Text(f"  … and {len(not_passed) - 10} more cases not passed"))
-    if verdict.tier in UNSAFE_TIERS:
+    if verdict.tier in assay.UNSAFE_TIERS:
         lines.append(Text("  baseline tier: this grade is not tamper-resistant", style="yellow"))
     return lines
 
@@ -114,12 +112,12 @@ def _summary(verdict: assay.Verdict, kid: str, key_path: Path) -> list[Text]:
 def verify(envelope: Path, key_path: Path, subject: str | None, as_json: bool) -> None:
     """Check a signed verdict: signature, payload type, statement, schema, subject."""
     try:
-        public_key = load_public_key(key_path)
+        public_key = assay.load_public_key(key_path)
         raw = _read_envelope(envelope)
         verdict = assay.verify(raw, public_key, subject=subject)
     except AssayError as exc:
         _fail(exc, as_json)
-    kid = keyid(public_key)
+    kid = assay.keyid(public_key)
     if as_json:
         document = {"valid": True, "keyid": kid, "verdict": verdict.model_dump(mode="json")}
         click.echo(json.dumps(document))

@@ -8,12 +8,7 @@ from pathlib import Path
 
 import click
 
-from assay._internal.model.atomic import atomic_write
-from assay._internal.report.batch import batch_data
-from assay._internal.report.collect import collect
-from assay._internal.report.junit import junit_xml
-from assay._internal.report.page import render
-from assay._internal.signing.keys import keyid, load_public_key
+import assay
 from assay.errors import UsageError
 
 from .common import exit_codes
@@ -36,24 +31,9 @@ def report_cmd(
             raise UsageError("give --html FILE, --junit FILE or both")
         if not out_dir.is_dir():
             raise UsageError(f"{out_dir} is not a directory (the --out of assay grade-many)")
-        public = load_public_key(key) if key is not None else None
-        records = collect(out_dir, public)
-        note = (
-            f"signatures checked with key {keyid(public)[:16]}"
-            if public
-            else "signatures not checked (no --key)"
-        )
-        if html_out is not None:
-            page = render(batch_data(records, str(out_dir), note))
-            atomic_write(html_out, page.encode("utf-8"))
-        if junit_out is not None:
-            atomic_write(junit_out, junit_xml(records))
-        counts = {
-            s: sum(r.status == s for r in records) for s in ("passed", "failed", "no-verdict")
-        }
-        bad = sum(r.signature == "invalid" for r in records)
+        s = assay.write_report(out_dir, html=html_out, junit=junit_out, public_key=key)
         click.echo(
-            f"{len(records)} grading(s): passed {counts['passed']}, failed {counts['failed']}, "
-            f"no verdict {counts['no-verdict']}"
-            + (f" ({bad} with an invalid envelope or signature)" if bad else "")
+            f"{s.gradings} grading(s): passed {s.passed}, failed {s.failed}, "
+            f"no verdict {s.no_verdict}"
+            + (f" ({s.invalid} with an invalid envelope or signature)" if s.invalid else "")
         )

@@ -215,7 +215,11 @@ class Grader:
         ray: str | None = None,
         ray_insecure_no_auth: bool = False,
     ) -> Batch:
-        """The engine under `grade_many` and `assay grade-many`: a checked plan to `run`."""
+        """The engine under `grade_many` and `assay grade-many`: the jobs checked up front
+        (as `grade_many` does, before any grading) into a `Batch` to `run` into an output
+        directory, where verdicts are kept and a rerun resumes. `jobs` may also be
+        `assay.batch.BatchJob`s, as `assay.batch.jobs_from_manifest` and `jobs_from_dir`
+        make them. Raises what `grade_many` raises before its first grading."""
         return Batch(self, list(jobs), parallel, ray, ray_insecure_no_auth)
 
     # -- lifetime ----------------------------------------------------------------------------
@@ -254,7 +258,8 @@ class Grader:
 
 class Batch:
     """Many jobs, checked up front (tasks load, ids are unique, tiers are decided, the image
-    exists); `run` grades them."""
+    exists); `run` grades them. Made by `Grader.batch`. `jobs` are the jobs with their ids,
+    `tasks` each distinct task by its resolved path, `tiers` each task id's tier."""
 
     def __init__(
         self,
@@ -272,44 +277,49 @@ class Batch:
         self.tiers: dict[str, Tier] = {
             t.id: pick_tier(t, None, unsafe_baseline=False) for t in self.tasks.values()
         }
-        self.ray: RayBackend | None = None
+        self._ray: RayBackend | None = None
         if ray is not None:
             for j in self.jobs:
                 if isinstance(j.submission, Agent):
                     raise UsageError(f"{j.where}: an assay.Agent runs locally only, not on Ray")
             # Each node checks its own engine and image; this host needs no engine at all.
             connect(ray, insecure_no_auth=ray_insecure_no_auth)
-            self.ray = RayBackend(self.tiers, grader.image, grader.oci_runtime)
+            self._ray = RayBackend(self.tiers, grader.image, grader.oci_runtime)
             return
         inner = grader._runtime or docker_runtime(grader.oci_runtime, parallel=parallel)
-        self.rt = ObservedRuntime(inner)
-        self.rt.image_digest(grader.image)  # a missing image is one error, not N job errors
+        self._rt = ObservedRuntime(inner)
+        self._rt.image_digest(grader.image)  # a missing image is one error, not N job errors
         for task in self.tasks.values():
-            _environment(self.rt, task)  # built once, before any grading starts
+            _environment(self._rt, task)  # built once, before any grading starts
 
     def run(
         self, out: Path, progress: Progress | None = None
     ) -> Generator[Graded, None, BatchResult]:
         """Grade into `out` (verdict files, summary.json, log.jsonl; rerunning resumes),
-        yielding each result; returns the batch's result."""
+        yielding each result as it is known; the generator's return value is the batch's
+        `assay.batch.BatchResult` (`result = yield from batch.run(out)`, or
+        `assay.batch.drain(batch.run(out))` to only wait for it). `progress` is called on this
+        thread as the run plans, finishes each job, and stops on Ctrl-C (the first lets the
+        running gradings finish; a second aborts them). A grading that got no verdict is
+        counted in the result's tally, never yielded."""
         g = self.grader
-        if self.ray is not None:
+        if self._ray is not None:
             on_ray = iter_batch(
-                out, self.jobs, self.tasks, self.ray.grade, g._private_key, self.parallel,
-                sweep=self.ray.sweep, cancel=self.ray.cancel, progress=progress,
-                facts=self.ray.facts,
+                out, self.jobs, self.tasks, self._ray.grade, g._private_key, self.parallel,
+                sweep=self._ray.sweep, cancel=self._ray.cancel, progress=progress,
+                facts=self._ray.facts,
             )  # fmt: skip
             return (yield from self._results(on_ray))
-        judges = g._pool(self.rt, 2 * self.parallel) if g.reuse_judges else None
+        judges = g._pool(self._rt, 2 * self.parallel) if g.reuse_judges else None
         # The pool outlives the batch (the grader closes it); its label is logged so that a
         # killed run's next run sweeps its judges.
         shared = [Shared("judge-pool", judges.gid, lambda: None)] if judges else []
 
-        grade = batch_grader(self.rt, self.tiers, g.image, judges)
+        grade = batch_grader(self._rt, self.tiers, g.image, judges)
 
         outcomes = iter_batch(
             out, self.jobs, self.tasks, grade, g._private_key, self.parallel,
-            sweep=self.rt.inner.sweep, cancel=self.rt.cancel, progress=progress, shared=shared,
+            sweep=self._rt.inner.sweep, cancel=self._rt.cancel, progress=progress, shared=shared,
         )  # fmt: skip
         return (yield from self._results(outcomes))
 

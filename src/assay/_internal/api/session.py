@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from types import TracebackType
 
-from assay.errors import InfrastructureError, UsageError
+from assay.errors import ArchiveTooLargeError, EngineError, InfrastructureError, UsageError
 
 from ..model.task import Task
 from ..model.verdict import Verdict
 from ..runtime import ExecResult as RawExec
-from ..runtime import GradingScope, Runtime, RuntimeError_
+from ..runtime import GradingScope, Runtime
 from ..runtime.scope import new_grading_id
 from ..tiers.controller import Source, check_agent_inputs, task_image
 from ..tiers.dispatch import pick_tier, run_tier
@@ -214,7 +214,7 @@ class Session:
                 cid, argv, deadline_s=deadline_s, output_cap=cap, env=env, workdir=workdir,
                 keep_container=keep,
             )  # fmt: skip
-        except RuntimeError_ as exc:
+        except EngineError as exc:
             self._dead()
             raise InfrastructureError(f"the session's container failed: {exc}") from exc
         if res.exited or (not keep and (res.timed_out or res.truncated)):
@@ -274,10 +274,15 @@ class Session:
         spool = io.BytesIO()
         try:
             rt.get_archive(cid, f"{self.task.workdir}/{'/'.join(parts)}", spool, READ_CAP + 4096)
-        except RuntimeError_ as exc:
-            raise InfrastructureError(f"read_file {path!r}: {exc}") from exc
-        except Exception as exc:  # ArchiveTooLarge
+        except ArchiveTooLargeError as exc:
             raise UsageError(f"read_file {path!r}: larger than {READ_CAP} bytes") from exc
+        except EngineError as exc:
+            raise InfrastructureError(f"read_file {path!r}: {exc}") from exc
+        except Exception as exc:
+            # Only the cap means "too large": anything else is named as what it is.
+            raise InfrastructureError(
+                f"read_file {path!r}: {type(exc).__name__}: {str(exc)[:300]}"
+            ) from exc
         return _single_file(spool.getvalue(), path)
 
     def write_file(self, path: str, data: str | bytes) -> None:
@@ -310,7 +315,7 @@ class Session:
             tf.addfile(info, io.BytesIO(raw))
         try:
             rt.put_archive(cid, parent, buf.getvalue())
-        except RuntimeError_ as exc:
+        except EngineError as exc:
             raise InfrastructureError(f"write_file {path!r}: {exc}") from exc
 
     def _probe(self, rt: Runtime, cid: str, parts: list[str]) -> str:

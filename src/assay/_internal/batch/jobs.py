@@ -24,6 +24,9 @@ _MANIFEST_KEYS = frozenset({"task", "submission", "id"})
 
 @dataclass(frozen=True)
 class Job:
+    """One job of a batch as a manifest or a directory makes it (public as
+    `assay.batch.BatchJob`): its checked id, the task's directory, the submission."""
+
     id: str
     task_path: Path
     submission: Any

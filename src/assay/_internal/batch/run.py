@@ -92,6 +92,10 @@ failed, is never graded again, nor is any other infrastructure error within a ru
 
 @dataclass(frozen=True)
 class Outcome:
+    """One job's end in a batch (public as `assay.batch.Outcome`): `status` "passed" or
+    "failed" with its verdict, "error" (no verdict; `error` says why), or "aborted" (a second
+    Ctrl-C stopped it). `resumed`: the verdict was already in the output directory."""
+
     id: str
     status: Literal["passed", "failed", "error", "aborted"]
     reasons: tuple[str, ...] = ()
@@ -162,6 +166,11 @@ class Tally:
 
 @dataclass
 class BatchResult:
+    """How a batch run ended (public as `assay.batch.BatchResult`): its `tally`; whether
+    Ctrl-C `interrupted` it or a lost engine ended it (`aborted_engine`); how many containers
+    a killed earlier run had left (`recovered_containers`, removed); the ids whose verdict
+    file was invalid and so graded again; its wall time. `not_run`: jobs never graded."""
+
     tally: Tally
     interrupted: bool
     aborted_engine: bool
@@ -179,7 +188,9 @@ class BatchResult:
 
 @dataclass
 class Progress:
-    """What the parent process shows; the callbacks run on the main thread only."""
+    """What the parent process shows; the callbacks run on the main thread only:
+    `on_plan(to_grade, resumed)` once before the first grading, `on_outcome(outcome, tally)`
+    per job, `on_stopping(running)` when Ctrl-C stops the scheduling."""
 
     on_plan: Callable[[int, int], None] = lambda to_grade, resumed: None
     on_outcome: Callable[[Outcome, Tally], None] = lambda o, t: None

@@ -1,8 +1,8 @@
-"""The one interface every container backend implements.
+"""The one interface every container backend implements (public as `assay.runtime`).
 
 Everything the controller does to a container goes through `Runtime`, so the
 hardening lives in one place per backend and the conformance suite
-(`conformance.py`) can prove each backend behaves the same.
+(`assay.runtime.conformance`) can prove each backend behaves the same.
 """
 
 from __future__ import annotations
@@ -13,26 +13,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal, Protocol
 
-from assay.errors import AssayError, InfrastructureError
+from assay.errors import ArchiveTooLargeError, CensusUnavailableError, EngineError
+from assay.errors import ContainerStuckError as ContainerStuckError
 
 LABEL = "assay.grading"
+"""The label every container and volume of a grading carries, valued with its grading id:
+what `sweep`, `leftovers` and `gradings` find them by."""
 ROLE_LABEL = "assay.role"
 UNPRIVILEGED_USER = "1000:1000"
+"""uid:gid every command of a hardened container runs as (never root)."""
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-container ceilings; the defaults suit one candidate case, not a build."""
+    """Per-container ceilings; the defaults suit one candidate case, not a build. A backend
+    enforces each one on the whole container (every process in it together)."""
 
     memory_bytes: int = 512 * 2**20
+    """Memory, swap included; past it the kernel kills (`Runtime.oom_killed` then says so)."""
     pids: int = 128
+    """Processes and threads at once (a fork bomb stops here)."""
     cpus: float = 1.0
+    """CPU time as a number of cores."""
     tmp_bytes: int = 64 * 2**20
+    """Size of the writable /tmp of a hardened container (its root is read-only)."""
 
 
 @dataclass(frozen=True)
 class Bind:
-    """A host directory the controller prepared, visible inside the container."""
+    """A host directory the controller prepared, visible inside the container at `target`;
+    read-only unless `read_only` is False."""
 
     source: Path
     target: str
@@ -44,7 +54,8 @@ class Scratch:
     """A size-capped writable directory whose content can be read back while the container lives.
 
     Backed by a tmpfs-typed volume in Docker, so a disk-fill attack hits its cap
-    instead of the host disk.
+    instead of the host disk. It is owned by `UNPRIVILEGED_USER` and carries `LABEL` like its
+    container, so `sweep` removes it too.
     """
 
     target: str
@@ -53,65 +64,64 @@ class Scratch:
 
 @dataclass(frozen=True)
 class ContainerSpec:
+    """Everything `Runtime.create` needs to make one container of one grading.
+
+    A hardened container (the default, and every real tier's) has: its commands run as
+    `user`, never root; no capabilities and no privilege escalation; a read-only root with a
+    writable /tmp of `limits.tmp_bytes`; no network at all; no core dumps; every ceiling in
+    `limits`. Its only writable places are /tmp, its `scratch` directories and any bind
+    mounted with `read_only=False`.
+    """
+
     image: str
+    """An image already on the engine (a backend never pulls)."""
     grading_id: str
+    """The grading it belongs to: the value of its `LABEL`, what `sweep` removes it by."""
     role: str
+    """What it is for ("candidate", "judge", "agent"...), for messages and labels only."""
     command: tuple[str, ...] = ("sleep", "infinity")
+    """The container's main process (a keep-alive: the work runs through `Runtime.exec`)."""
     user: str = UNPRIVILEGED_USER
+    """uid:gid every `exec` in it runs as."""
     env: Mapping[str, str] = field(default_factory=dict)
     binds: tuple[Bind, ...] = ()
     scratch: tuple[Scratch, ...] = ()
     limits: Limits = Limits()
     workdir: str | None = None
+    """The working directory of its commands (default: the image's)."""
     # Only the naive baseline (T0) and fresh baseline (T1) turn these off, to model
     # what unsafe harnesses do; every real tier keeps them.
     hardened: bool = True
     network: Literal["none", "host"] = "none"
+    """Only for an unhardened container; a hardened one has no network whatever this says."""
 
 
 @dataclass(frozen=True)
 class ExecResult:
+    """What one `Runtime.exec` observed. Everything in it came out of a container: hostile
+    bytes, to be parsed with limits."""
+
     exit_code: int | None
-    """None when the command was still running at its deadline."""
+    """None when the command did not finish (past its deadline or over its output cap)."""
     stdout: bytes
+    """At most `output_cap` bytes of stdout and stderr together (empty if not captured)."""
     stderr: bytes
     timed_out: bool
+    """The command was still running at `deadline_s`."""
     truncated: bool
-    """The command wrote more than the cap; the container was killed to stop it."""
+    """The command wrote more than the cap; the container was killed to stop it (unless
+    `keep_container`)."""
     duration_s: float
+    """Wall-clock seconds from the call to its result."""
     exited: bool = False
     """The container itself stopped while the command ran, taking the command's record with
     it (gVisor stops its whole sandbox at the memory limit); the caller asks `oom_killed`."""
 
 
-class RuntimeError_(InfrastructureError):
-    """The backend failed in a way that leaves no trustworthy result."""
-
-
-class ContainerStuckError(RuntimeError_):
-    """The engine answers, but not about one container: a call on it ran past the client's
-    timeout (a runtime shim that stopped answering; seen with Debian's gVisor). Only that
-    grading fails, also when the container could be removed after all (`removed`): what the
-    engine reported about it while it was stuck is not trusted."""
-
-    def __init__(self, message: str, fix: str | None = None, removed: bool = False) -> None:
-        super().__init__(message, fix)
-        self.removed = removed
-
-
-class CensusUnavailable(RuntimeError_):
-    """The backend cannot list a container's processes from outside (runsc here): whatever
-    relies on the list (reusing a judge) must not happen."""
-
-
-class ArchiveTooLarge(AssayError):
-    """An archive read out of a container exceeded its byte cap."""
-
-    exit_code = 1
-
-    def __init__(self, cap: int) -> None:
-        super().__init__(f"archive larger than its cap of {cap} bytes")
-        self.cap = cap
+# The errors live in assay.errors; these are the names the implementation has always used.
+RuntimeError_ = EngineError
+CensusUnavailable = CensusUnavailableError
+ArchiveTooLarge = ArchiveTooLargeError
 
 
 def ceilings_hit(rt: Runtime, cid: str) -> list[str]:
@@ -141,13 +151,31 @@ def stopped_ceilings(rt: Runtime, cid: str, grace_s: float = STOPPED_GRACE_S) ->
 
 
 class Runtime(Protocol):
-    """What the controller needs from a container engine, and nothing more."""
+    """What the controller needs from a container engine, and nothing more: the contract a
+    backend is written against (`assay.runtime`). `DockerRuntime` is the reference; every
+    backend must pass `assay.runtime.conformance`.
+
+    `cid` is whatever `create` returned. Every method may raise `assay.errors.EngineError`
+    (or a subclass) when the engine fails in a way that leaves no trustworthy result, and
+    `assay.errors.EngineUnavailableError` when no engine answers at all: the grading then
+    ends with no verdict, never with a pass. A call on a container that no longer exists
+    raises `EngineError`, except `kill` and `remove`, which are idempotent.
+    """
 
     name: str
+    """A short name for messages and verdicts ("docker", "fake")."""
 
-    def create(self, spec: ContainerSpec) -> str: ...
+    def create(self, spec: ContainerSpec) -> str:
+        """Create (but do not start) a container as `spec` says, with its scratch volumes,
+        all labelled `LABEL=spec.grading_id` so that `sweep` finds them.
 
-    def start(self, cid: str) -> None: ...
+        Returns the container's id. Raises `EngineError` if the image is not on the engine
+        or the engine refuses the container."""
+        ...
+
+    def start(self, cid: str) -> None:
+        """Start the container's main process (`spec.command`). Raises `EngineError`."""
+        ...
 
     def exec(
         self,
@@ -161,26 +189,59 @@ class Runtime(Protocol):
         capture: bool = True,
         keep_container: bool = False,
     ) -> ExecResult:
-        """Run argv as the container's user. Past `deadline_s` or over `output_cap` the whole
-        container is killed, unless `keep_container`: then the command is left running (the
-        caller stops what it started) and the result says timed_out or truncated."""
+        """Run argv (no shell) in the running container as its spec's `user`, with `env`
+        added and in `workdir` (default: the spec's), and wait for it at most `deadline_s`
+        seconds; the backend enforces the deadline itself (an engine's exec API has none).
+
+        stdout and stderr are collected unless `capture` is False; past `deadline_s` or over
+        `output_cap` bytes (stdout and stderr together) the whole container is killed, unless
+        `keep_container`: then the command is left running (the caller stops what it
+        started) and the result says timed_out or truncated. Returns the `ExecResult`; a
+        command's own failure is a non-zero `exit_code`, never an exception. Raises
+        `EngineError` if the container is not running or the engine loses the command."""
         ...
 
-    def wait(self, cid: str, deadline_s: float) -> int | None: ...
+    def wait(self, cid: str, deadline_s: float) -> int | None:
+        """Wait at most `deadline_s` seconds for the container to stop; returns its main
+        process's exit status, or None if it still runs."""
+        ...
 
-    def kill(self, cid: str) -> None: ...
+    def kill(self, cid: str) -> None:
+        """Stop the container now (SIGKILL). Idempotent: a stopped or removed one is fine."""
+        ...
 
-    def pause(self, cid: str) -> None: ...
+    def pause(self, cid: str) -> None:
+        """Freeze every process in the container (before its files are read out, so that
+        nothing changes them meanwhile). Raises `EngineError` if it is not running."""
+        ...
 
-    def remove(self, cid: str) -> None: ...
+    def remove(self, cid: str) -> None:
+        """Remove the container, running or not (its scratch volumes go with it, or at the
+        latest with `sweep`). Idempotent. Raises `assay.errors.ContainerStuckError` when the
+        engine answers but not about this container (its `removed` says whether it went in
+        the end; if not, `leftovers` shows it and `sweep` retries)."""
+        ...
 
-    def put_archive(self, cid: str, path: str, data: bytes) -> None: ...
+    def put_archive(self, cid: str, path: str, data: bytes) -> None:
+        """Unpack the tar `data` into the directory `path` of the container. Raises
+        `EngineError` if the engine refuses it (a read-only root must refuse it)."""
+        ...
 
-    def get_archive(self, cid: str, path: str, sink: BinaryIO, cap: int) -> int: ...
+    def get_archive(self, cid: str, path: str, sink: BinaryIO, cap: int) -> int:
+        """Write a tar of `path` in the container to `sink`, streaming, and return its size.
+        Raises `assay.errors.ArchiveTooLargeError` as soon as the tar passes `cap` bytes
+        (`sink` then holds a prefix to throw away), `EngineError` if there is no such path.
+        The tar is hostile bytes: read it only through the archive firewall."""
+        ...
 
-    def logs(self, cid: str, cap: int) -> bytes: ...
+    def logs(self, cid: str, cap: int) -> bytes:
+        """At most `cap` bytes of what the main process printed (b"" where the backend keeps
+        none, as Docker's does not)."""
+        ...
 
-    def oom_killed(self, cid: str) -> bool: ...
+    def oom_killed(self, cid: str) -> bool:
+        """Whether the kernel killed a process of the container at its memory limit."""
+        ...
 
     def limit_events(self, cid: str) -> dict[str, int]:
         """Counts of ceiling hits by name ("pids", "memory"); {} where the backend cannot see."""
@@ -188,19 +249,26 @@ class Runtime(Protocol):
 
     def processes(self, cid: str) -> list[tuple[int, str]]:
         """(host pid, command name) of every process in the container, as the engine sees it
-        from outside (a paused container too); nothing running inside is asked."""
+        from outside (a paused container too); nothing running inside is asked. Raises
+        `EngineError` if the engine's list is missing or malformed."""
         ...
 
     def census(self, cid: str) -> frozenset[int]:
         """The host pids of every process in the container, listed from outside while it is
-        frozen, so that no process escapes the list by forking; raises CensusUnavailable where
-        the backend cannot."""
+        frozen, so that no process escapes the list by forking; raises
+        `assay.errors.CensusUnavailableError` where the backend cannot (a judge is then never
+        reused), `EngineError` if it would not freeze."""
         ...
 
-    def image_digest(self, image: str) -> str: ...
+    def image_digest(self, image: str) -> str:
+        """The image's content digest ("sha256:..."), recorded in every verdict. Raises
+        `assay.errors.ImageMissingError` if the image is not on the engine (never pulls)."""
+        ...
 
     def sweep(self, grading_id: str | None = None) -> int:
-        """Remove every container and volume labelled for this grading (all gradings if None)."""
+        """Remove every container and volume labelled for this grading (all gradings if
+        None), running or not; returns how many it removed. Raises `EngineError` if some
+        could not be removed."""
         ...
 
     def leftovers(self, grading_id: str | None = None) -> list[str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from assay.errors import UsageError
+
 from .docker import DockerRuntime, connect
 
 OciRuntime = Literal["runc", "runsc"]
@@ -22,6 +24,6 @@ def docker_runtime(
 ) -> DockerRuntime:
     """A runtime on the local engine (`client`: one from `engine_client`, to share it)."""
     if oci_runtime not in OCI_RUNTIMES:
-        raise ValueError(f"unknown OCI runtime {oci_runtime!r}")
+        raise UsageError(f"unknown OCI runtime {oci_runtime!r} (one of {', '.join(OCI_RUNTIMES)})")
     client = client if client is not None else engine_client(parallel)
     return DockerRuntime(client=client, oci_runtime=None if oci_runtime == "runc" else oci_runtime)

@@ -12,20 +12,11 @@ from typing import Protocol
 import docker.errors
 import requests.exceptions
 
-from assay.errors import EngineUnavailableError, InfrastructureError
+from assay.errors import EngineUnavailableError, ImageMissingError, InfrastructureError
 
 DEFAULT_BASE_IMAGE = "assay-base:latest"
 SETUP_FIX = "run `bash scripts/setup.sh` (it builds the assay base image offline)"
 _OWN_REPOSITORY = "assay-base:"
-
-
-class ImageMissingError(InfrastructureError):
-    """The image is not on this engine (a subclass, so a caller that can say how to make it,
-    such as a task's environment, can name that instead)."""
-
-    def __init__(self, name: str, fix: str) -> None:
-        super().__init__(f"image {name!r} is not on this Docker engine", fix=fix)
-        self.name = name
 
 
 class _Image(Protocol):

@@ -14,13 +14,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import BinaryIO, TypeVar
 
-from . import ContainerSpec, ExecResult, Runtime, RuntimeError_
+from assay.errors import GradingCancelledError
+
+from . import ContainerSpec, ExecResult, Runtime
 
 T = TypeVar("T")
 
 
-class Cancelled(RuntimeError_):
-    """The grading was cancelled by the controller; it has no verdict."""
+Cancelled = GradingCancelledError  # the name the batch code has always used
 
 
 @dataclass

@@ -12,13 +12,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from time import monotonic
 
-from assay.errors import AssayError, InternalError, TaskEnvironmentError, UnsafeInputsError
+from assay.errors import (
+    AssayError,
+    ImageMissingError,
+    InternalError,
+    TaskEnvironmentError,
+    UnsafeInputsError,
+)
 
 from ..model.envcontext import environment_ref
 from ..model.task import Task, vcs_history
 from ..model.verdict import ControllerFacts, Tier, Verdict, error_verdict
 from ..runtime import GradingScope, Runtime
-from ..runtime.images import ImageMissingError
 from ..runtime.scope import new_grading_id
 from .intake import Refused, Submission, from_path, run_agent
 

@@ -24,7 +24,7 @@ from assay._internal.model.verdict import (
     build_verdict,
     error_verdict,
 )
-from assay.errors import AssayError
+from assay.errors import JudgeReportError
 
 DEFAULT_MAX_BYTES = 1 << 20
 MAX_DEPTH = 8  # {"cases": [{...}]} is depth 3; anything much deeper is not a judge report
@@ -32,18 +32,6 @@ INVALID_OUTPUT = "judge:invalid-output"
 
 # Fields a judge might try to set to promote itself; naming them makes the rejection legible.
 _CONTROLLER_FIELDS = frozenset(Verdict.model_fields) - {"cases", "reason_codes"}
-
-
-class JudgeReportError(AssayError):
-    """The judge's output was not a valid report. `reason_codes` go into the error verdict."""
-
-    def __init__(self, detail: str, message: str) -> None:
-        super().__init__(f"judge output rejected: {message}")
-        self.detail = detail
-
-    @property
-    def reason_codes(self) -> tuple[str, str]:
-        return INVALID_OUTPUT, f"judge:{self.detail}"
 
 
 class JudgeReport(BaseModel):

@@ -1,8 +1,28 @@
-"""The conformance suite every `Runtime` backend must pass (after Inspect AI's `self_check`).
+"""The conformance suite every `assay.runtime.Runtime` backend must pass (after Inspect AI's
+sandbox `self_check`).
 
-Each check takes a runtime and an image and raises AssertionError on a deviation.
-The commands used are the small vocabulary the fake understands, so the same
-checks prove the fake is a faithful stand-in for the real engine.
+Run it against your backend and an image of yours that has `sh`, `echo`, `cat`, `id`,
+`sleep` and `yes` on its PATH:
+
+    from assay.runtime.conformance import run_conformance
+
+    results = run_conformance(MyRuntime(), "my-image:latest")
+    assert all(r.passed for r in results), [str(r) for r in results if not r.passed]
+
+or one pytest test per check:
+
+    import pytest
+    from assay.runtime.conformance import CHECKS
+
+    @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+    def test_my_backend_conforms(check):
+        check(MyRuntime(), "my-image:latest")
+
+Each check takes a runtime and an image, creates its containers under a fresh grading id,
+removes them whatever happens, and raises AssertionError on a deviation (or whatever the
+backend raised). The Docker backend (runc and gVisor's runsc) and assay's in-memory fake pass
+every check (`tests/test_runtime_conformance.py`); the commands used are the small vocabulary
+the fake understands, so the same checks prove the fake is a faithful stand-in for the engine.
 """
 
 from __future__ import annotations
@@ -11,12 +31,23 @@ import io
 import tarfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from .base import CensusUnavailable, ContainerSpec, Limits, Runtime, Scratch
-from .scope import GradingScope
+from assay._internal.runtime.base import ContainerSpec, Limits, Runtime, Scratch
+from assay._internal.runtime.scope import GradingScope
+from assay.errors import ArchiveTooLargeError, CensusUnavailableError
+
+__all__ = ["CHECKS", "Check", "CheckResult", "run_conformance", "self_check"]
 
 Check = Callable[[Runtime, str], None]
+"""One check: called with the runtime and an image; returns if the backend conforms."""
+
+
+def _require(holds: bool, seen: object = None) -> None:
+    # Not `assert`: `python -O` strips asserts, and a check that cannot fail proves nothing.
+    if not holds:
+        raise AssertionError(repr(seen) if seen is not None else "")
 
 
 def _spec(image: str, gid: str, **kw: object) -> ContainerSpec:
@@ -35,39 +66,43 @@ def _gid() -> str:
 
 
 def check_exec_output_and_exit_code(rt: Runtime, image: str) -> None:
+    """`exec` returns the command's stdout and its exit status."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         r = rt.exec(cid, ("echo", "hello"), deadline_s=30, output_cap=1024)
-        assert (r.exit_code, r.stdout, r.timed_out, r.truncated) == (0, b"hello\n", False, False)
+        _require((r.exit_code, r.stdout, r.timed_out, r.truncated) == (0, b"hello\n", False, False))
         r = rt.exec(cid, ("sh", "-c", "exit 7"), deadline_s=30, output_cap=1024)
-        assert r.exit_code == 7, r
+        _require(r.exit_code == 7, r)
 
 
 def check_runs_as_non_root(rt: Runtime, image: str) -> None:
+    """Commands run as the spec's unprivileged user (uid 1000), never root."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         r = rt.exec(cid, ("id", "-u"), deadline_s=30, output_cap=1024)
-        assert r.stdout.strip() == b"1000", r
+        _require(r.stdout.strip() == b"1000", r)
 
 
 def check_deadline_stops_exec(rt: Runtime, image: str) -> None:
+    """A command past `deadline_s` is stopped: `timed_out`, no exit code, no long wait."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         r = rt.exec(cid, ("sleep", "30"), deadline_s=1.0, output_cap=1024)
-        assert r.timed_out and r.exit_code is None, r
-        assert r.duration_s < 10, r
+        _require(r.timed_out and r.exit_code is None, r)
+        _require(r.duration_s < 10, r)
 
 
 def check_output_cap_stops_flood(rt: Runtime, image: str) -> None:
+    """A command writing past `output_cap` is stopped: `truncated`, at most the cap kept."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         r = rt.exec(cid, ("sh", "-c", "yes"), deadline_s=30, output_cap=4096)
-        assert r.truncated and r.exit_code is None, r
-        assert len(r.stdout) <= 4096
+        _require(r.truncated and r.exit_code is None, r)
+        _require(len(r.stdout) <= 4096)
 
 
 def check_keep_container_survives_limits(rt: Runtime, image: str) -> None:
@@ -77,29 +112,32 @@ def check_keep_container_survives_limits(rt: Runtime, image: str) -> None:
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         r = rt.exec(cid, ("sleep", "30"), deadline_s=1.0, output_cap=1024, keep_container=True)
-        assert r.timed_out and r.exit_code is None, r
+        _require(r.timed_out and r.exit_code is None, r)
         flood = ("sh", "-c", "yes | head -c 100000")
         r = rt.exec(cid, flood, deadline_s=30, output_cap=4096, keep_container=True)
-        assert r.truncated and r.exit_code is None and len(r.stdout) <= 4096, r
+        _require(r.truncated and r.exit_code is None and len(r.stdout) <= 4096, r)
         r = rt.exec(cid, ("echo", "alive"), deadline_s=30, output_cap=1024)
-        assert (r.exit_code, r.stdout) == (0, b"alive\n"), r
+        _require((r.exit_code, r.stdout) == (0, b"alive\n"), r)
 
 
 def check_root_is_read_only_scratch_is_writable(rt: Runtime, image: str) -> None:
+    """A hardened container's root refuses writes; its scratch directory takes them."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         bad = rt.exec(cid, ("sh", "-c", "printf %s x > /etc/owned"), deadline_s=30, output_cap=1024)
-        assert bad.exit_code not in (0, None), bad
+        _require(bad.exit_code not in (0, None), bad)
         ok = rt.exec(
             cid, ("sh", "-c", "printf %s data > /scratch/f"), deadline_s=30, output_cap=1024
         )
-        assert ok.exit_code == 0, ok
+        _require(ok.exit_code == 0, ok)
         r = rt.exec(cid, ("cat", "/scratch/f"), deadline_s=30, output_cap=1024)
-        assert r.stdout == b"data", r
+        _require(r.stdout == b"data", r)
 
 
 def check_archive_round_trip(rt: Runtime, image: str) -> None:
+    """`put_archive` unpacks a tar into the container; `get_archive` of a paused one reads it
+    back."""
     gid = _gid()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tf:
@@ -109,7 +147,7 @@ def check_archive_round_trip(rt: Runtime, image: str) -> None:
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         rt.put_archive(cid, "/scratch", buf.getvalue())
-        assert (
+        _require(
             rt.exec(cid, ("cat", "/scratch/in.txt"), deadline_s=30, output_cap=64).stdout
             == b"12345"
         )
@@ -119,10 +157,11 @@ def check_archive_round_trip(rt: Runtime, image: str) -> None:
         out.seek(0)
         with tarfile.open(fileobj=out) as tf:
             member = tf.extractfile("scratch/in.txt")
-            assert member is not None and member.read() == b"12345"
+            _require(member is not None and member.read() == b"12345")
 
 
 def check_put_archive_refused_on_read_only_root(rt: Runtime, image: str) -> None:
+    """`put_archive` into a read-only root raises."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
@@ -134,8 +173,7 @@ def check_put_archive_refused_on_read_only_root(rt: Runtime, image: str) -> None
 
 
 def check_get_archive_cap(rt: Runtime, image: str) -> None:
-    from .base import ArchiveTooLarge
-
+    """`get_archive` raises `ArchiveTooLargeError` past its cap."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
@@ -147,21 +185,23 @@ def check_get_archive_cap(rt: Runtime, image: str) -> None:
         )
         try:
             rt.get_archive(cid, "/scratch", io.BytesIO(), cap=2048)
-        except ArchiveTooLarge:
+        except ArchiveTooLargeError:
             return
         raise AssertionError("get_archive ignored its cap")
 
 
 def check_nothing_left_after_scope(rt: Runtime, image: str) -> None:
+    """Everything a grading created, started or not, is gone when its scope closes."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         scope.container(_spec(image, gid))
         scope.container(_spec(image, gid), start=False)
-        assert len(rt.leftovers(gid)) >= 2
-    assert rt.leftovers(gid) == [], rt.leftovers(gid)
+        _require(len(rt.leftovers(gid)) >= 2)
+    _require(rt.leftovers(gid) == [], rt.leftovers(gid))
 
 
 def check_cleanup_on_exception(rt: Runtime, image: str) -> None:
+    """Also when the scope is left by an exception (here Ctrl-C)."""
     gid = _gid()
     try:
         with GradingScope(rt, gid) as scope:
@@ -169,22 +209,23 @@ def check_cleanup_on_exception(rt: Runtime, image: str) -> None:
             raise KeyboardInterrupt
     except KeyboardInterrupt:
         pass
-    assert rt.leftovers(gid) == [], rt.leftovers(gid)
+    _require(rt.leftovers(gid) == [], rt.leftovers(gid))
 
 
 def check_gradings_lists_a_live_grading(rt: Runtime, image: str) -> None:
+    """`gradings` lists a grading while it has containers; `orphans` never lists a live one."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         scope.container(_spec(image, gid), start=False)
-        assert gid in rt.gradings(), rt.gradings()
+        _require(gid in rt.gradings(), rt.gradings())
         # Its controller (this process) is alive: gc must not take it.
-        assert gid not in rt.orphans()
-    assert gid not in rt.gradings()
+        _require(gid not in rt.orphans())
+    _require(gid not in rt.gradings())
 
 
 def check_census_sees_a_process_left_running(rt: Runtime, image: str) -> None:
     """Either the backend lists a container's processes from outside, exactly, or it says it
-    cannot (CensusUnavailable); a judge is reused only on an exact list."""
+    cannot (CensusUnavailableError); a judge is reused only on an exact list."""
     gid = _gid()
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
@@ -197,14 +238,14 @@ def check_census_sees_a_process_left_running(rt: Runtime, image: str) -> None:
                     break
                 time.sleep(0.01)
                 before = rt.census(cid)
-        except CensusUnavailable:
+        except CensusUnavailableError:
             return
-        assert len(before) == 2 and rt.census(cid) == before, before  # init and keep-alive
+        _require(len(before) == 2 and rt.census(cid) == before, before)  # init and keep-alive
         rt.exec(cid, ("sh", "-c", "sleep 60 >/dev/null 2>&1 &"), deadline_s=30, output_cap=1024)
         after = rt.census(cid)
-        assert before < after and len(after) == len(before) + 1, (before, after)
+        _require(before < after and len(after) == len(before) + 1, (before, after))
         # Thawed again: the container still runs commands.
-        assert rt.exec(cid, ("true",), deadline_s=30, output_cap=1024).exit_code == 0
+        _require(rt.exec(cid, ("true",), deadline_s=30, output_cap=1024).exit_code == 0)
 
 
 CHECKS: tuple[Check, ...] = (
@@ -224,13 +265,35 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def self_check(rt: Runtime, image: str) -> dict[str, str]:
-    """Run every check; map each name to "ok" or the failure. Used by tests and `assay doctor`."""
-    results: dict[str, str] = {}
-    for check in CHECKS:
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's outcome: `detail` is "ok", or the failure as `Type: message`."""
+
+    name: str
+    passed: bool
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.detail}"
+
+
+def run_conformance(
+    runtime: Runtime, image: str, *, checks: Sequence[Check] | None = None
+) -> list[CheckResult]:
+    """Run `checks` (default: every check) against `runtime` with containers of `image`, one
+    after another, and return one `CheckResult` each, in order. A check that fails does not
+    stop the others; nothing is raised for a failed check (a `KeyboardInterrupt` still
+    propagates). Every container a check created is removed before the next one starts."""
+    results = []
+    for check in CHECKS if checks is None else checks:
         try:
-            check(rt, image)
-            results[check.__name__] = "ok"
+            check(runtime, image)
+            results.append(CheckResult(check.__name__, True, "ok"))
         except Exception as exc:
-            results[check.__name__] = f"{type(exc).__name__}: {exc}"
+            results.append(CheckResult(check.__name__, False, f"{type(exc).__name__}: {exc}"))
     return results
+
+
+def self_check(rt: Runtime, image: str) -> dict[str, str]:
+    """Every check's name mapped to "ok" or its failure (Inspect AI's `self_check` shape)."""
+    return {r.name: r.detail for r in run_conformance(rt, image)}

@@ -1,0 +1,28 @@
+"""`assay.build_environment`: a task's `[environment]` image on the local engine, ahead of
+grading (what `assay build` runs; `Grader.build` is the same on a grader's own engine)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..environment import EnvImage, ensure_environment
+from ..runtime.engine import engine_client
+from .grader import TaskLike, _task
+
+
+def build_environment(
+    task: TaskLike, *, progress: Callable[[str], None] | None = None
+) -> EnvImage | None:
+    """Build the task's `[environment]` image with the local Docker engine (never pulling),
+    unless an unchanged build context already has one; `progress` is given each line of the
+    build log. Returns the image (`ref`, `image_id`, `built`: whether this call built it,
+    `build_s`), or None for a task without `[environment]`.
+
+    Raises `assay.errors.TaskError` for a bad task, `assay.errors.EnvironmentBuildError`
+    (with the build log's tail) when the Dockerfile fails, `assay.errors.TaskEnvironmentError`
+    when a base image or `image =` is not on the engine or the image has no python3 >= 3.11,
+    and `assay.errors.EngineUnavailableError` when no engine answers."""
+    loaded = _task(task)
+    if loaded.environment is None:
+        return None
+    return ensure_environment(engine_client(), loaded, progress=progress)
