@@ -9,7 +9,10 @@ import click
 
 from assay._internal.environment import ensure_environment
 from assay._internal.model.task import load_task
+from assay._internal.runtime.docker import DockerRuntime
 from assay._internal.runtime.engine import engine_client
+from assay._internal.tiers.dispatch import is_repository
+from assay._internal.tiers.repo import check_repository
 
 from .common import exit_codes
 
@@ -21,14 +24,19 @@ def build_cmd(task: Path, quiet: bool) -> None:
     """Build TASK's environment image with the local engine (never pulling), or find the image
     an unchanged build context already has. Prints `<image ref> <image id> built|cached`.
     Exit 2 for a Dockerfile that fails (with the end of its log), a base image or
-    `image =` that is not on the engine, or an image without python3."""
+    `image =` that is not on the engine, or an image without python3; for a repository task
+    also for a repository the firewall refuses as a task tree (a link leaving it, more entries
+    than limits.artifact_entries) or a test patch that does not apply to it."""
     with exit_codes():
         loaded = load_task(task)
         if loaded.environment is None:
             click.echo(f"task {loaded.id!r} has no [environment]: it runs on the base image")
             return
         progress = None if quiet else (lambda line: click.echo(line, err=True))
-        env = ensure_environment(engine_client(), loaded, progress=progress)
+        client = engine_client()
+        env = ensure_environment(client, loaded, progress=progress)
         assert env is not None
+        if is_repository(loaded):
+            check_repository(DockerRuntime(client=client), loaded, env.ref)
         how = f"built in {env.build_s:.1f} s" if env.built else "cached"
         click.echo(f"{env.ref} {env.image_id} {how}")

@@ -31,6 +31,8 @@ class TaskLimits(_Strict):
     cpus: float = Field(1.0, gt=0, le=64)
     output_bytes: int = Field(1 << 20, ge=1, le=1 << 30)
     artifact_bytes: int = Field(64 << 20, ge=1, le=4 << 30)
+    artifact_entries: int = Field(10_000, ge=1, le=1_000_000)
+    """The most members a submission's archive may have, and a repository task's repository."""
 
 
 class FunctionSpec(_Strict):
@@ -108,7 +110,48 @@ class PytestSpec(_Strict):
             parts = d.strip("/").split("/")
             if d.startswith("/") or any(p in ("", ".", "..") for p in parts):
                 raise ValueError(f"test_dirs entry {d!r} is not a relative path")
+        for key, ids in (("fail_to_pass", self.fail_to_pass), ("pass_to_pass", self.pass_to_pass)):
+            for test_id in ids:
+                # Only test_dirs are closed to the submission: a listed test elsewhere is one
+                # the candidate may rewrite (or replace with a file that always passes).
+                if not under_test_dirs(test_id.split("::", 1)[0], self.test_dirs):
+                    raise ValueError(
+                        f"{key} id {test_id!r} is not under test_dirs {self.test_dirs}"
+                    )
         return self
+
+
+def under_test_dirs(path: str, test_dirs: list[str]) -> bool:
+    """`path`, a relative POSIX path without `.` or `..`, is at or below one of `test_dirs`."""
+    parts = path.split("/")
+    if path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        return False
+    for d in test_dirs:
+        prefix = d.strip("/").split("/")
+        if parts[: len(prefix)] == prefix:
+            return True
+    return False
+
+
+_PATCH_HEADERS = ("--- a/", "+++ b/")
+_PATCH_SCAN_BYTES = 4 << 20
+
+
+def check_patch_paths(path: Path, spec: PytestSpec) -> None:
+    """Every file a repository task's test patch names lies under `test_dirs`: the patch resets
+    and rewrites what it touches, and outside them that would be the candidate's code. A scan of
+    the file headers only, so the task is refused at load; the strict parser that applies the
+    patch checks the same on what it parsed (`tiers.repo.load_test_patch`)."""
+    with path.open("rb") as fh:
+        data = fh.read(_PATCH_SCAN_BYTES)
+    for line in data.decode("utf-8", "replace").split("\n"):
+        if line.startswith(_PATCH_HEADERS):
+            name = line[len(_PATCH_HEADERS[0]) :].split("\t", 1)[0]
+            if not under_test_dirs(name, spec.test_dirs):
+                raise TaskError(
+                    str(path),
+                    f"the test patch touches {name!r}, not under test_dirs {spec.test_dirs}",
+                )
 
 
 HARBOR_TEST = "tests/test.sh"
@@ -288,6 +331,8 @@ def load_task(path: Path | str) -> Task:
     for rel in filter(None, judge_files):
         if not (root / "judge" / rel).is_file():
             raise TaskError(str(toml_path), f"judge file {rel!r} does not exist under judge/")
+    if config.pytest is not None and config.pytest.test_patch is not None:
+        check_patch_paths(root / "judge" / config.pytest.test_patch, config.pytest)
     if config.kind == "harbor" and not (root / "judge" / HARBOR_TEST).is_file():
         raise TaskError(str(toml_path), f"a harbor task needs judge/{HARBOR_TEST}")
     if config.judge is not None and config.judge.cases is not None:
