@@ -2,9 +2,9 @@
 task tree, end to end on the real engine (images built offline from assay-base).
 
 `README.rst -> README.md` is common in real repositories. It is the task's own: graded as a link
-(the test patch adds a test that checks it in the test container), the correct solution passes
-and the wrong one fails, from a directory or from an agent run whose workspace holds the link
-unchanged. Anything of the candidate at the link fails naming a rule. A repository with more
+(the test patch adds a test that checks it in the test container), a hard link is read as a
+copy, the correct solution passes and the wrong one fails, from a directory or from an agent run
+whose workspace holds the link unchanged. Anything of the candidate at the link fails naming a rule. A repository with more
 entries than the task allows, or with a link that leaves it, is a task error (exit 2) at
 `assay build` and at grading, never a signed FAIL for every submission."""
 
@@ -58,6 +58,9 @@ def _copy(tmp: Path, name: str) -> Path:
 def linked(docker_runtime: DockerRuntime, tmp_path_factory: pytest.TempPathFactory) -> Task:
     root = _copy(tmp_path_factory.mktemp("linked"), "semver-linked")
     (root / "environment/repo/README.rst").symlink_to("README.md")
+    # A second name of a file (the engine archives it as a hard link): read as a copy.
+    with (root / "environment/Dockerfile").open("a") as dockerfile:
+        dockerfile.write("RUN ln /workspace/README.md /workspace/README.txt\n")
     patch = root / "judge/test_patch.diff"
     patch.write_text(patch.read_text() + LINK_PATCH)
     toml = root / "task.toml"
@@ -81,7 +84,9 @@ def grade(rt: DockerRuntime, image: str, task: Task, source: Source) -> Verdict:
 def test_build_checks_the_repository_and_keeps_its_link(docker_runtime, linked) -> None:  # type: ignore[no-untyped-def]
     env = ensure_environment(connect(), linked)
     assert env is not None
-    assert check_repository(docker_runtime, linked, env.ref) == 1
+    gid = new_grading_id()
+    assert check_repository(docker_runtime, linked, env.ref, gid) == 1
+    assert docker_runtime.leftovers(gid) == [], "the check left something behind"
 
 
 def test_the_correct_solution_passes_with_the_link_in_the_tree(
@@ -108,7 +113,9 @@ def test_an_agent_that_leaves_the_link_as_it_found_it_passes(
     docker_runtime, base_image, linked
 ) -> None:  # type: ignore[no-untyped-def]
     # The agent's workspace is seeded from the image, link included; it comes back unchanged.
-    cmd = "test -L /workspace/README.rst && cp /agent/semverlite/version.py /workspace/semverlite/"
+    # The image's hard link is two files there (a link would cross the firewall as `link`).
+    cmd = ('test -L /workspace/README.rst && test "$(stat -c %h /workspace/README.txt)" = 1 && '
+           "cp /agent/semverlite/version.py /workspace/semverlite/")  # fmt: skip
     source = Source(agent_cmd=cmd, agent_dir=linked.root / "solutions/correct")
     v = grade(docker_runtime, base_image, linked, source)
     assert v.passed, v.reason_codes
@@ -149,8 +156,10 @@ def test_a_repository_over_the_entry_cap_is_a_task_error(
     task = load_task(root)
     env = ensure_environment(connect(), task)
     assert env is not None
+    gid = new_grading_id()
     with pytest.raises(TaskError, match=r"limits\.artifact_entries = 5"):
-        check_repository(docker_runtime, task, env.ref)
+        check_repository(docker_runtime, task, env.ref, gid)
+    assert docker_runtime.leftovers(gid) == [], "the check left something behind"
     built = _cli("build", str(root), "-q", tmp=tmp_path)
     assert built.returncode == 2, built.stderr
     assert "limits.artifact_entries = 5" in built.stderr

@@ -73,13 +73,13 @@ def load_test_patch(task: Task) -> tuple[FilePatch, ...]:
     return patches
 
 
-def check_repository(rt: Runtime, task: Task, image: str) -> int:
+def check_repository(rt: Runtime, task: Task, image: str, grading_id: str | None = None) -> int:
     """What every grading of a repository task would find wrong with the task itself, found once
     (`assay build`): the repository in `image` through the firewall as a task tree, the test
     patch under test_dirs and applying to it exactly. Raises TaskError (exit 2); returns the
     number of the repository's links, kept as links."""
     patches = load_test_patch(task)
-    with GradingScope(rt, f"repo-check-{new_grading_id()}") as scope:
+    with GradingScope(rt, grading_id or f"repo-check-{new_grading_id()}") as scope:
         pristine = read_pristine(scope, task, image)
         nothing = scope.tempdir("repo-check-empty")
         compose(scope.tempdir("repo-check-tree"), pristine, nothing, patches, task)
