@@ -406,8 +406,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "repo-link-aliases",
         "the path policy judging a change under the names the repository's links give it",
         "src/assay/_internal/tiers/repo_tree.py",
-        'elif path == target or path.startswith(target + "/"):',
-        "elif False:",
+        'if path == target or path.startswith(target + "/"):',
+        "if False:",
         (f"{RT}::test_a_change_through_a_link_into_test_dirs_is_judged_under_both_names",),
     ),
     Mutation(
@@ -420,19 +420,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "repo-test-dirs-patch",
-        "a test patch touching a path outside test_dirs refused (load-time scan, strict parser)",
-        "src/assay/_internal/tiers/repo.py",
-        "        if not under_test_dirs(fp.path, spec.test_dirs):",
+        "a test patch touching a path outside test_dirs refused (at load, and when graded)",
+        "src/assay/_internal/model/testpatch.py",
+        "        if not under_test_dirs(fp.path, test_dirs):",
         "        if False:",
-        (f"{RT}::test_the_strict_parser_refuses_it_too",),
-    ),
-    Mutation(
-        "repo-test-dirs-patch-load",
-        "a test patch touching a path outside test_dirs refused when the task is loaded",
-        "src/assay/_internal/model/task.py",
-        "            if not under_test_dirs(name, spec.test_dirs):",
-        "            if False:",
-        (f"{RT}::test_a_test_patch_outside_test_dirs_is_refused_at_load",),
+        (
+            f"{RT}::test_a_test_patch_outside_test_dirs_is_refused_at_load",
+            f"{RT}::test_a_test_patch_changed_after_load_is_refused_when_graded",
+        ),
     ),
     Mutation(
         "repo-f2p-skip",

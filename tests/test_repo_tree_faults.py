@@ -174,7 +174,20 @@ def test_a_test_patch_outside_test_dirs_is_refused_at_load(tmp_path: Path) -> No
         load_task(root)
 
 
-def test_the_strict_parser_refuses_it_too(tmp_path: Path) -> None:
+def test_a_removed_line_that_looks_like_a_header_is_not_one(tmp_path: Path) -> None:
+    # The file headers are the parser's, not a line scan's: "-- a/x" removed reads "--- a/x".
+    root = _task_copy(tmp_path)
+    patch = root / "judge/test_patch.diff"
+    patch.write_text(
+        patch.read_text() + "--- a/tests/q.sql\n+++ b/tests/q.sql\n@@ -1 +1 @@\n"
+        "--- a/outside.sql\n+++ b/outside.sql\n"
+    )
+    patches = load_test_patch(load_task(root))
+    assert [p.path for p in patches] == ["tests/test_version.py", "tests/q.sql"]
+    assert patches[1].hunks[0].old == ("-- a/outside.sql",)
+
+
+def test_a_test_patch_changed_after_load_is_refused_when_graded(tmp_path: Path) -> None:
     root = _task_copy(tmp_path)
     task = load_task(root)
     (root / "judge/test_patch.diff").write_text("--- /dev/null\n+++ b/lib.py\n@@ -0,0 +1 @@\n+x\n")
@@ -300,3 +313,6 @@ def test_a_change_through_a_link_into_test_dirs_is_judged_under_both_names() -> 
     refusal = check_changes(["pkg/lib/x.py", *aliases(["pkg/lib/x.py"], links, task)], ["tests"])
     assert refusal is not None and refusal.code == "policy:test-dir"
     assert aliases(["pkg/other.py"], links, task) == []
+    # A link back to an ancestor renames nothing: it must not refuse every change of a task.
+    cyclic = frozenset({("tests/root", ".."), ("tests/here", "."), ("self", ".")})
+    assert aliases(["pkg/other.py", "tests/x.py"], cyclic, task) == []

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from assay.errors import TaskError
 
+from .testpatch import read_test_patch, under_test_dirs
+
 Kind = Literal["function", "cli", "transform", "pytest", "harbor"]
 STRICT_KINDS: frozenset[str] = frozenset({"function", "cli", "transform"})
 
@@ -119,39 +121,6 @@ class PytestSpec(_Strict):
                         f"{key} id {test_id!r} is not under test_dirs {self.test_dirs}"
                     )
         return self
-
-
-def under_test_dirs(path: str, test_dirs: list[str]) -> bool:
-    """`path`, a relative POSIX path without `.` or `..`, is at or below one of `test_dirs`."""
-    parts = path.split("/")
-    if path.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        return False
-    for d in test_dirs:
-        prefix = d.strip("/").split("/")
-        if parts[: len(prefix)] == prefix:
-            return True
-    return False
-
-
-_PATCH_HEADERS = ("--- a/", "+++ b/")
-_PATCH_SCAN_BYTES = 4 << 20
-
-
-def check_patch_paths(path: Path, spec: PytestSpec) -> None:
-    """Every file a repository task's test patch names lies under `test_dirs`: the patch resets
-    and rewrites what it touches, and outside them that would be the candidate's code. A scan of
-    the file headers only, so the task is refused at load; the strict parser that applies the
-    patch checks the same on what it parsed (`tiers.repo.load_test_patch`)."""
-    with path.open("rb") as fh:
-        data = fh.read(_PATCH_SCAN_BYTES)
-    for line in data.decode("utf-8", "replace").split("\n"):
-        if line.startswith(_PATCH_HEADERS):
-            name = line[len(_PATCH_HEADERS[0]) :].split("\t", 1)[0]
-            if not under_test_dirs(name, spec.test_dirs):
-                raise TaskError(
-                    str(path),
-                    f"the test patch touches {name!r}, not under test_dirs {spec.test_dirs}",
-                )
 
 
 HARBOR_TEST = "tests/test.sh"
@@ -332,7 +301,7 @@ def load_task(path: Path | str) -> Task:
         if not (root / "judge" / rel).is_file():
             raise TaskError(str(toml_path), f"judge file {rel!r} does not exist under judge/")
     if config.pytest is not None and config.pytest.test_patch is not None:
-        check_patch_paths(root / "judge" / config.pytest.test_patch, config.pytest)
+        read_test_patch(root / "judge" / config.pytest.test_patch, config.pytest.test_dirs)
     if config.kind == "harbor" and not (root / "judge" / HARBOR_TEST).is_file():
         raise TaskError(str(toml_path), f"a harbor task needs judge/{HARBOR_TEST}")
     if config.judge is not None and config.judge.cases is not None:

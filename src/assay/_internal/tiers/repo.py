@@ -22,7 +22,8 @@ from time import monotonic
 
 from assay.errors import TaskError
 
-from ..model.task import PytestSpec, Task, under_test_dirs
+from ..model.task import PytestSpec, Task
+from ..model.testpatch import read_test_patch
 from ..model.verdict import Verdict, build_verdict
 from ..runtime import Bind, ContainerSpec, Limits, Runtime, Scratch
 from ..runtime.scope import GradingScope, new_grading_id
@@ -31,7 +32,7 @@ from .compat_prep import INCONTAINER_COMPAT, PYTEST_ARGV, PYTEST_ENV
 from .controller import Grading, Source
 from .intake import Refused
 from .junit import parse_junit
-from .repo_patch import FilePatch, PatchError, parse_patch
+from .repo_patch import FilePatch
 from .repo_policy import check_changes
 from .repo_results import evaluate, reconcile_exit
 from .repo_tree import PathConflict, aliases, changed_paths, compose, pristine_links, read_pristine
@@ -55,22 +56,11 @@ def expected_ids(spec: PytestSpec) -> tuple[str, ...]:
 
 
 def load_test_patch(task: Task) -> tuple[FilePatch, ...]:
+    """The test patch, read again (as `load_task` did) for this grading: malformed, or touching
+    anything outside test_dirs, is a TaskError."""
     spec = spec_of(task)
     assert spec.test_patch is not None
-    path = task.judge_dir / spec.test_patch
-    try:
-        patches = parse_patch(path.read_bytes())
-    except PatchError as exc:
-        raise TaskError(str(path), f"test patch: {exc}") from None
-    for fp in patches:
-        # What the patch touches is reset before it applies: outside test_dirs that would
-        # silently replace the candidate's code (the load-time scan says the same, from headers).
-        if not under_test_dirs(fp.path, spec.test_dirs):
-            raise TaskError(
-                str(path),
-                f"the test patch touches {fp.path!r}, not under test_dirs {spec.test_dirs}",
-            )
-    return patches
+    return read_test_patch(task.judge_dir / spec.test_patch, spec.test_dirs)
 
 
 def check_repository(rt: Runtime, task: Task, image: str, grading_id: str | None = None) -> int:

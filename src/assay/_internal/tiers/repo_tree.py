@@ -89,15 +89,16 @@ def aliases(changed: list[str], links: frozenset[tuple[str, str]], task: Task) -
     judges both (else a task's link would open its test directories to the submission)."""
     table = dict(links)
     leads = {link: resolve(link, table) for link in table}  # contained: the firewall checked
+    # A link to one of its own ancestors (`tests/root -> ..`) names nothing anew: everything under
+    # it is already reachable by its own path. Counting it would refuse every change and loop.
+    leads = {k: t for k, t in leads.items() if t and not k.startswith(t + "/")}
     found: set[str] = set()
     fresh = set(changed)
     for _round in range(MAX_HOPS):  # an alias of an alias: a link into a linked directory
         more: set[str] = set()
         for link, target in leads.items():
             for path in fresh:
-                if not target:
-                    more.add(f"{link}/{path}")
-                elif path == target or path.startswith(target + "/"):
+                if path == target or path.startswith(target + "/"):
                     more.add(link + path[len(target) :])
         fresh = more - found - set(changed)
         found |= fresh
