@@ -403,6 +403,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         (f"{RT}::test_a_submission_the_tree_has_no_place_for_fails_naming_the_rule",),
     ),
     Mutation(
+        "repo-patch-write-error",
+        "a test patch that cannot be written (a file where it needs a directory) does not apply",
+        "src/assay/_internal/tiers/repo_patch.py",
+        "        except OSError as exc:\n",
+        "        except ZeroDivisionError as exc:\n",
+        (
+            f"{RT}::test_a_test_patch_that_needs_a_directory_where_the_repository_has_a_file"
+            "_is_a_task_error",
+        ),
+    ),
+    Mutation(
         "repo-link-aliases",
         "the path policy judging a change under the names the repository's links give it",
         "src/assay/_internal/tiers/repo_tree.py",

@@ -258,6 +258,16 @@ def test_a_submission_the_tree_has_no_place_for_fails_naming_the_rule(
     assert caught.value.code == "repo:path-conflict"
 
 
+def test_a_test_patch_that_needs_a_directory_where_the_repository_has_a_file_is_a_task_error(
+    tmp_path: Path,
+) -> None:
+    # The task's own fault (the old code: FileExistsError, an internal error): `assay build`
+    # applies the patch to the repository alone and says so.
+    pristine = _tree(tmp_path / "p", {"tests/unit": "a file\n", "tests/test_a.py": "old\n"})
+    with pytest.raises(TaskError, match=r"does not apply.*tests/unit/test_new\.py"):
+        _compose(tmp_path, pristine, {}, NEW_IN_SUBDIR)
+
+
 def _linked(tmp_path: Path) -> tuple[Path, Path]:
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -62,17 +62,25 @@ def apply_patch(root: Path, patches: Sequence[FilePatch]) -> None:
                 raise PatchError(f"{fp.path!r} does not exist")
             current = _read_lines(target)
         result = _apply_hunks(fp, current)
-        if fp.new_path is None:
-            if result:
-                raise PatchError(f"deleting {fp.path!r} leaves lines behind")
-            target.unlink()
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".assay-patch")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write("".join(line + "\n" for line in result))
-        os.replace(tmp, target)
+        if fp.new_path is None and result:
+            raise PatchError(f"deleting {fp.path!r} leaves lines behind")
+        try:
+            _write(target, None if fp.new_path is None else result)
+        except OSError as exc:
+            # A file where the patch needs a directory (or the like): it does not apply.
+            raise PatchError(f"{fp.path!r} cannot be written: {exc.strerror}") from None
+
+
+def _write(target: Path, lines: list[str] | None) -> None:
+    if lines is None:
+        target.unlink()
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + ".assay-patch")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        fh.write("".join(line + "\n" for line in lines))
+    os.replace(tmp, target)
 
 
 def _apply_hunks(fp: FilePatch, current: list[str]) -> list[str]:
