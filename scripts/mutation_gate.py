@@ -51,6 +51,8 @@ class Mutation:
 
 
 FC = "tests/test_firewall_corpus.py::test_hostile_archive_is_rejected_by_its_rule"
+RT = "tests/test_repo_tree_faults.py"
+RLD = "tests/test_repo_links_docker.py"
 JP = "tests/test_judgepool.py"
 JPD = "tests/test_judgepool_docker.py"
 JI = "tests/test_judge_incontainer.py"
@@ -356,6 +358,106 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             "tests/test_repo_unit.py::test_policy_refuses_naming_the_rule",
             "tests/test_repo_docker.py::test_conftest_submission_fails_naming_the_rule",
+        ),
+    ),
+    Mutation(
+        "task-tree-link-containment",
+        "the task-tree firewall refusing a repository link that resolves outside the tree",
+        "src/assay/_internal/firewall/check.py",
+        "            check_contained(plan.links)\n",
+        "",
+        (f"{RT}::test_a_task_tree_link_that_leaves_the_tree_is_refused",),
+    ),
+    Mutation(
+        "materialise-link-containment",
+        "materialise checking a task tree's links again before it returns",
+        "src/assay/_internal/firewall/materialise.py",
+        "    check_contained(written)\n",
+        "",
+        (f"{RT}::test_materialise_checks_the_links_again",),
+    ),
+    Mutation(
+        "task-tree-refusal-is-task-error",
+        "a repository the firewall refuses is a task error (exit 2), not a failed verdict",
+        "src/assay/_internal/tiers/repo_tree.py",
+        'raise TaskError(str(task.root / "task.toml"), _refusal(taken, workdir, entries))',
+        "return taken  # type: ignore[return-value]",
+        (f"{RLD}::test_a_repository_link_that_leaves_the_tree_is_a_task_error",),
+    ),
+    Mutation(
+        "task-tree-entry-cap",
+        "the repository read with the task's limits.artifact_entries as its entry cap",
+        "src/assay/_internal/tiers/repo_tree.py",
+        "max_entries=entries, max_total_bytes=REPO_BYTES",
+        "max_total_bytes=REPO_BYTES",
+        (f"{RLD}::test_a_repository_over_the_entry_cap_is_a_task_error",),
+    ),
+    Mutation(
+        "same-links-exact",
+        "a candidate's link dropped only when it is the repository's own, same path and target",
+        "src/assay/_internal/firewall/check.py",
+        'if member.kind == "symlink" and link in same_links:',
+        'if member.kind == "symlink" and bool(same_links):',
+        (
+            f"{RT}::test_a_candidate_may_return_the_trees_own_links_unchanged_and_no_other",
+            f"{RLD}::test_an_agent_that_repoints_the_link_fails_at_the_firewall",
+        ),
+    ),
+    Mutation(
+        "compose-through-link",
+        "composing refusing a submitted file at or below a repository link",
+        "src/assay/_internal/tiers/repo_tree.py",
+        "        if stat.S_ISLNK(mode):\n            return THROUGH_LINK\n",
+        "",
+        (
+            f"{RT}::test_a_submitted_file_at_or_through_a_repository_link_fails_and_writes_nothing",
+            f"{RLD}::test_a_submitted_file_at_the_link_fails_naming_the_rule",
+        ),
+    ),
+    Mutation(
+        "compose-patch-conflict",
+        "composing refusing a submitted file where the test patch needs a directory or a file",
+        "src/assay/_internal/tiers/repo_tree.py",
+        'if path.startswith(rel + "/") or rel.startswith(path + "/"):',
+        "if False:",
+        (f"{RT}::test_a_submission_the_tree_has_no_place_for_fails_naming_the_rule",),
+    ),
+    Mutation(
+        "repo-patch-write-error",
+        "a test patch that cannot be written (a file where it needs a directory) does not apply",
+        "src/assay/_internal/tiers/repo_patch.py",
+        "        except OSError as exc:\n",
+        "        except ZeroDivisionError as exc:\n",
+        (
+            f"{RT}::test_a_test_patch_that_needs_a_directory_where_the_repository_has_a_file"
+            "_is_a_task_error",
+        ),
+    ),
+    Mutation(
+        "repo-link-aliases",
+        "the path policy judging a change under the names the repository's links give it",
+        "src/assay/_internal/tiers/repo_tree.py",
+        'if path == target or path.startswith(target + "/"):',
+        "if False:",
+        (f"{RT}::test_a_change_through_a_link_into_test_dirs_is_judged_under_both_names",),
+    ),
+    Mutation(
+        "repo-test-dirs-ids",
+        "a FAIL_TO_PASS / PASS_TO_PASS id outside test_dirs refused at load",
+        "src/assay/_internal/model/task.py",
+        'if not under_test_dirs(test_id.split("::", 1)[0], self.test_dirs):',
+        "if False:",
+        (f"{RT}::test_a_listed_test_outside_test_dirs_is_refused_at_load",),
+    ),
+    Mutation(
+        "repo-test-dirs-patch",
+        "a test patch touching a path outside test_dirs refused (at load, and when graded)",
+        "src/assay/_internal/model/testpatch.py",
+        "        if not under_test_dirs(fp.path, test_dirs):",
+        "        if False:",
+        (
+            f"{RT}::test_a_test_patch_outside_test_dirs_is_refused_at_load",
+            f"{RT}::test_a_test_patch_changed_after_load_is_refused_when_graded",
         ),
     ),
     Mutation(

@@ -357,14 +357,22 @@ def test_the_seeded_workdir_is_the_agents_without_set_id_bits_or_devices() -> No
         ]:
             info = tarfile.TarInfo(name)
             info.type, info.mode, info.uid = kind, mode, 0
-            tar.addfile(info, io.BytesIO(b"") if kind == tarfile.REGTYPE else None)
+            data = b"#!bin" if name == "app/bin" else b""
+            info.size = len(data) if kind == tarfile.REGTYPE else 0
+            tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
         link = tarfile.TarInfo("app/hard")
         link.type, link.linkname = tarfile.LNKTYPE, "app/bin"
         tar.addfile(link)
+        escaping = tarfile.TarInfo("app/hard-out")
+        escaping.type, escaping.linkname = tarfile.LNKTYPE, "other/x"
+        tar.addfile(escaping)
     raw.seek(0)
     data, count = _owned_by_agent(raw, "app")
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         members = {m.name: m for m in tar.getmembers()}
+        hard = tar.extractfile("hard")
+        assert hard is not None and hard.read() == b"#!bin"
     assert count == 2 and sorted(members) == ["bin", "hard"]
     assert members["bin"].mode == 0o755 and members["bin"].uid == members["bin"].gid == 1000
-    assert members["hard"].linkname == "bin"
+    # A second name of a file becomes a copy: the agent's workspace crosses the firewall.
+    assert members["hard"].isreg() and members["hard"].size == 5

@@ -19,7 +19,9 @@ def build_cmd(task: Path, quiet: bool) -> None:
     """Build TASK's environment image with the local engine (never pulling), or find the image
     an unchanged build context already has. Prints `<image ref> <image id> built|cached`.
     Exit 2 for a Dockerfile that fails (with the end of its log), a base image or
-    `image =` that is not on the engine, or an image without python3."""
+    `image =` that is not on the engine, or an image without python3; for a repository task
+    also for a repository the firewall refuses as a task tree (a link leaving it, more entries
+    than limits.artifact_entries) or a test patch that does not apply to it."""
     with exit_codes():
         loaded = assay.load_task(task)
         if loaded.environment is None:

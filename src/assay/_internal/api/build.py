@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..environment import EnvImage, ensure_environment
+from ..runtime.docker import DockerRuntime
 from ..runtime.engine import engine_client
+from ..tiers.dispatch import is_repository
+from ..tiers.repo import check_repository
 from .grader import TaskLike, _task
 
 
@@ -21,8 +24,14 @@ def build_environment(
     Raises `assay.errors.TaskError` for a bad task, `assay.errors.EnvironmentBuildError`
     (with the build log's tail) when the Dockerfile fails, `assay.errors.TaskEnvironmentError`
     when a base image or `image =` is not on the engine or the image has no python3 >= 3.11,
-    and `assay.errors.EngineUnavailableError` when no engine answers."""
+    and `assay.errors.EngineUnavailableError` when no engine answers. For a repository task it
+    also checks what every grading would find wrong with the task itself (the repository read
+    through the firewall as a task tree, the test patch applying to it): `TaskError` again."""
     loaded = _task(task)
     if loaded.environment is None:
         return None
-    return ensure_environment(engine_client(), loaded, progress=progress)
+    client = engine_client()
+    env = ensure_environment(client, loaded, progress=progress)
+    if env is not None and is_repository(loaded):
+        check_repository(DockerRuntime(client=client), loaded, env.ref)
+    return env

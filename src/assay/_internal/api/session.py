@@ -334,8 +334,12 @@ class Session:
         chosen = pick_tier(self.task, tier, unsafe_baseline=False)
         self._state = "graded"
 
-        def collect(scope: GradingScope) -> Submission | Refused:
-            return collect_agent(scope, self.task, cid, False, stopped_is_error=True)
+        def collect(
+            scope: GradingScope, same_links: frozenset[tuple[str, str]]
+        ) -> Submission | Refused:
+            return collect_agent(
+                scope, self.task, cid, False, stopped_is_error=True, same_links=same_links
+            )
 
         source = Source(collect=collect, agent_image=self._agent_image)
         try:

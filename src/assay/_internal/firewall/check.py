@@ -31,6 +31,7 @@ from assay._internal.firewall.tarsource import (
     open_source,
 )
 from assay._internal.firewall.tarwrite import END_OF_ARCHIVE, header
+from assay._internal.firewall.treelinks import check_contained, link_target
 from assay.errors import FirewallError
 
 __all__ = [
@@ -56,6 +57,8 @@ RULES = frozenset({
     "duplicate", "case-collision", "unicode-collision", "path-conflict", "entry-count",
     # member types
     "link", "device", "fifo", "contiguous", "sparse", "member-type",
+    # a trusted task tree's links (tree=True)
+    "link-escape", "link-loop",
     # sizes
     "file-size", "total-size",
 })  # fmt: skip
@@ -84,9 +87,9 @@ _TYPE_RULES = {
 @dataclass(frozen=True)
 class ManifestEntry:
     path: str  # normalised relative POSIX path, directories without a trailing slash
-    kind: Literal["file", "dir"]
+    kind: Literal["file", "dir", "symlink"]  # "symlink" only in a task tree (tree=True)
     size: int
-    sha256: str  # hex; "" for directories
+    sha256: str  # hex; "" for directories; of the target's UTF-8 for a symlink
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,8 @@ class _Plan:
     dirs: set[str] = field(default_factory=set)
     dropped: list[str] = field(default_factory=list)
     total: int = 0
+    links: dict[str, str] = field(default_factory=dict)  # a task tree's symlinks: path -> target
+    index: dict[str, tuple[int, int, bool]] = field(default_factory=dict)  # kept files by path
 
 
 def check(
@@ -118,8 +123,18 @@ def check(
     limits: FirewallLimits = DEFAULT_LIMITS,
     artifacts: Sequence[str] | None = None,
     strip_prefix: str | None = None,
+    *,
+    tree: bool = False,
+    same_links: frozenset[tuple[str, str]] = frozenset(),
 ) -> Accepted | Rejected:
     """Judge a tar (or gzip'd tar) stream; on acceptance write its normalised form to `sink`.
+
+    `tree`: the archive is a trusted task tree (a repository task's pristine repository), not
+    anything a candidate produced: a symbolic link is kept when it and every link it passes
+    resolve inside the tree (`treelinks`), and a hard link to an earlier file is written as a
+    copy of it. `same_links`: (path, target) pairs of that tree; a candidate's symlink that is
+    one of them exactly is the tree's own, unchanged, and dropped (never written) instead of
+    refused. Every other link stays refused.
 
     A seekable plain tar is read in place (from its current position); from other input the
     data of kept files is spooled (at most limits.max_total_bytes). On Rejected nothing has been
@@ -131,7 +146,8 @@ def check(
     with contextlib.ExitStack() as stack:
         try:
             first, replay, base = open_source(source, limits, stack)
-            plan = _survey(first, limits, globs, prefix)
+            plan = _survey(first, limits, globs, prefix, tree, same_links)
+            check_contained(plan.links)
             return _emit(plan, replay, base, sink)
         except Violation as violation:
             return Rejected(violation.member or "<archive>", violation.rule, violation.detail)
@@ -142,6 +158,8 @@ def _survey(
     limits: FirewallLimits,
     globs: Globs | None,
     prefix: tuple[str, ...],
+    tree: bool,
+    same_links: frozenset[tuple[str, str]],
 ) -> _Plan:
     plan = _Plan()
     catalogue = Catalogue(limits)
@@ -155,7 +173,7 @@ def _survey(
                     "entry-count", f"the archive has more than {limits.max_entries} members."
                 )
             budget.charge(len(member.name.encode()))
-            if _admit(member, plan, catalogue, budget, limits, globs, prefix):
+            if _admit(member, plan, catalogue, budget, limits, globs, prefix, tree, same_links):
                 src.keep(member.offset, member.size)
         except Violation as violation:
             violation.member = violation.member or member.display
@@ -171,6 +189,8 @@ def _admit(
     limits: FirewallLimits,
     globs: Globs | None,
     prefix: tuple[str, ...],
+    tree: bool = False,
+    same_links: frozenset[tuple[str, str]] = frozenset(),
 ) -> bool:
     """Judge one member and plan it; True when its data is needed again (a kept file)."""
     is_dir = member.kind == "dir"
@@ -204,6 +224,15 @@ def _admit(
     if not kept:
         plan.dropped.append(path)
         return False
+    if member.kind == "symlink" and tree:
+        plan.links[path] = link_target(member.linkname, limits)
+        return False
+    link = (path, member.linkname.decode("utf-8", "replace"))
+    if member.kind == "symlink" and link in same_links:
+        plan.dropped.append(path)  # the task tree's own link, unchanged: not a change
+        return False
+    if member.kind == "hardlink" and tree:
+        return _copy_of(member, plan, limits, prefix, path)
     if member.kind != "file":
         rule, detail = _TYPE_RULES[member.kind]
         raise Violation(rule, detail)
@@ -212,13 +241,39 @@ def _admit(
             "file-size",
             f"the file has {member.size} bytes, over the cap of {limits.max_file_bytes}.",
         )
-    plan.total += member.size
+    _charge(plan, member.size, limits)
+    plan.files.append((path, member.offset, member.size, bool(member.mode & 0o111)))
+    plan.index[path] = plan.files[-1][1:]
+    return True
+
+
+def _charge(plan: _Plan, size: int, limits: FirewallLimits) -> None:
+    plan.total += size
     if plan.total > limits.max_total_bytes:
         raise Violation(
             "total-size", f"the kept files add up to more than {limits.max_total_bytes} bytes."
         )
-    plan.files.append((path, member.offset, member.size, bool(member.mode & 0o111)))
-    return True
+
+
+def _copy_of(
+    member: Member, plan: _Plan, limits: FirewallLimits, prefix: tuple[str, ...], path: str
+) -> bool:
+    """A task tree's hard link, written as a copy of the earlier file it names (engines archive
+    a file with several names in the tree that way); never a link on the host."""
+    try:
+        name = member.linkname.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Violation("encoding", "the hard link's target is not valid UTF-8.") from None
+    parts = split_name(name, limits, is_dir=False)
+    inside = parts[: len(prefix)] == prefix
+    first = plan.index.get("/".join(parts[len(prefix) :])) if inside else None
+    if first is None:
+        raise Violation("link", "a hard link in the task tree names no earlier file of it.")
+    offset, size, executable = first
+    _charge(plan, size, limits)  # written again: a copy costs what the file costs
+    plan.files.append((path, offset, size, executable))
+    plan.index[path] = first
+    return False
 
 
 def _emit(plan: _Plan, replay: BinaryIO, base: int, sink: BinaryIO) -> Accepted:
@@ -230,6 +285,7 @@ def _emit(plan: _Plan, replay: BinaryIO, base: int, sink: BinaryIO) -> Accepted:
     entries = sorted(
         [(path, "dir", 0, 0, True) for path in dirs]
         + [(path, "file", offset, size, x) for path, offset, size, x in plan.files]
+        + [(path, "symlink", 0, 0, True) for path in plan.links]
     )
     digest = hashlib.sha256()
     written = 0
@@ -243,6 +299,12 @@ def _emit(plan: _Plan, replay: BinaryIO, base: int, sink: BinaryIO) -> Accepted:
         written += len(data)
 
     for path, kind, offset, size, executable in entries:
+        if kind == "symlink":
+            target = plan.links[path]
+            out(header(path, kind, 0, 0o777, target))
+            sha = hashlib.sha256(target.encode()).hexdigest()
+            manifest.append(ManifestEntry(path, "symlink", 0, sha))
+            continue
         out(header(path, kind, size, 0o755 if executable else 0o644))
         if kind == "dir":
             manifest.append(ManifestEntry(path, "dir", 0, ""))

@@ -17,6 +17,7 @@ from assay._internal.firewall.tarbase import DEFAULT_LIMITS, FirewallLimits, Vio
 from assay._internal.firewall.tarnames import Catalogue, NameBudget, check_compat, split_name
 from assay._internal.firewall.tarread import Member, read_members
 from assay._internal.firewall.tarwrite import header
+from assay._internal.firewall.treelinks import check_contained, link_target
 from assay.errors import FirewallError
 
 __all__ = ["FirewallError", "materialise", "read_materialised"]
@@ -59,8 +60,14 @@ class _Plain:
             self.read(n)
 
 
-def materialise(normalised: BinaryIO, dest: Path, limits: FirewallLimits | None = None) -> None:
+def materialise(
+    normalised: BinaryIO, dest: Path, limits: FirewallLimits | None = None, *, links: bool = False
+) -> None:
     """Write a normalised archive into `dest`, an existing empty directory.
+
+    `links`: the archive is a task tree's (`check(..., tree=True)`), whose symlinks are created
+    as symlinks (relative to their directory's fd, never followed); they are checked again to
+    resolve inside the tree, and without `links` a symlink member is refused.
 
     Raises FirewallError on anything unexpected; `dest` may then hold a partial tree and must be
     discarded by the caller. Names are re-checked against `limits` (pass the ones check() used if
@@ -76,7 +83,7 @@ def materialise(normalised: BinaryIO, dest: Path, limits: FirewallLimits | None 
     try:
         if os.listdir(root):
             raise FirewallError(f"{dest} is not empty; materialise only into a fresh directory")
-        _write_all(_Plain(normalised, limits.max_archive_bytes), stack, limits)
+        _write_all(_Plain(normalised, limits.max_archive_bytes), stack, limits, links)
     except Violation as violation:
         raise FirewallError(
             f"not a safe normalised archive: {violation.rule} at "
@@ -88,13 +95,14 @@ def materialise(normalised: BinaryIO, dest: Path, limits: FirewallLimits | None 
         stack.close()
 
 
-def _write_all(src: _Plain, stack: _DirStack, limits: FirewallLimits) -> None:
+def _write_all(src: _Plain, stack: _DirStack, limits: FirewallLimits, links: bool) -> None:
     previous = ""
+    written: dict[str, str] = {}
     count = total = 0
     catalogue = Catalogue(limits)  # the same duplicate and collision rules as check()
     budget = NameBudget(limits)
     for member in read_members(src, limits, exact_end=True):
-        parts = _canonical_parts(member, limits)
+        parts = _canonical_parts(member, limits, links)
         check_compat(parts, budget)
         catalogue.add(parts, member.kind)
         path = "/".join(parts)
@@ -119,18 +127,29 @@ def _write_all(src: _Plain, stack: _DirStack, limits: FirewallLimits) -> None:
                 os.fchmod(fd, 0o755)
             finally:
                 os.close(fd)
+        elif member.kind == "symlink":
+            target = link_target(member.linkname, limits)
+            written[path] = target
+            os.symlink(target, parts[-1], dir_fd=parent)
         else:
             _write_file(src, member, parts[-1], parent)
+    # Judged whole, as check() judged them: a link may lead through one written after it. Until
+    # this returns nothing follows them (a member under a link is a path-conflict above, and
+    # every open here is by directory fd with O_NOFOLLOW); on a Violation the caller discards.
+    check_contained(written)
 
 
-def _canonical_parts(member: Member, limits: FirewallLimits) -> tuple[str, ...]:
-    if member.kind not in ("file", "dir"):
+def _canonical_parts(member: Member, limits: FirewallLimits, links: bool) -> tuple[str, ...]:
+    if member.kind not in (("file", "dir", "symlink") if links else ("file", "dir")):
         raise Violation("member-type", f"a {member.kind} in a normalised archive.", member.display)
     parts = split_name(member.name, limits, is_dir=member.kind == "dir")
     if not parts:
         raise Violation("empty-name", "the archive root appears as a member.", member.display)
     mode = 0o755 if member.kind == "dir" or member.mode & 0o111 else 0o644
-    expected = header("/".join(parts), member.kind, member.size, mode)
+    target = ""
+    if member.kind == "symlink":
+        mode, target = 0o777, member.linkname.decode("utf-8", "surrogateescape")
+    expected = header("/".join(parts), member.kind, member.size, mode, target)
     if member.raw != expected:
         raise Violation(
             "not-normalised", "the header is not the canonical one for this member.", member.display

@@ -1,9 +1,10 @@
 """The normalised tar format: one canonical header per (path, kind, size, mode), nothing else.
 
 Owner 0:0, empty user and group names, mtime 0, mode 0644 or 0755, POSIX ustar magic. A PAX header
-(with only `path` and `size` records) is added when the path is not ASCII or does not fit the
-ustar name/prefix fields, or when the size does not fit 11 octal digits. The same bytes for the
-same input, always: materialise() regenerates every header and compares.
+(with only `path`, `size` and `linkpath` records) is added when the path is not ASCII or does not
+fit the ustar name/prefix fields, when the size does not fit 11 octal digits, or when a task
+tree's link target (mode 0777) does not fit the linkname field. The same bytes for the same
+input, always: materialise() regenerates every header and compares.
 """
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ _MAX_OCTAL_SIZE = 8**11 - 1
 _PAX_NAME = b"././@PaxHeader"
 
 
-def header(path: str, kind: str, size: int, mode: int) -> bytes:
-    """Header bytes for one member of the normalised archive (`kind` is "file" or "dir")."""
+_TYPEFLAGS = {"file": b"0", "dir": b"5", "symlink": b"2"}
+
+
+def header(path: str, kind: str, size: int, mode: int, target: str = "") -> bytes:
+    """Header bytes for one member of the normalised archive (`kind` is "file" or "dir", or
+    "symlink" with its `target` in a task tree's archive: `check(..., tree=True)`)."""
     name = path + "/" if kind == "dir" else path
     encoded = name.encode("utf-8")
     records: list[tuple[bytes, bytes]] = []
@@ -25,8 +30,12 @@ def header(path: str, kind: str, size: int, mode: int) -> bytes:
         split = (_fallback(name), b"")
     if size > _MAX_OCTAL_SIZE:
         records.append((b"size", str(size).encode()))
-    typeflag = b"5" if kind == "dir" else b"0"
-    member = _ustar(split[0], split[1], mode, size if size <= _MAX_OCTAL_SIZE else 0, typeflag)
+    link = target.encode("utf-8")
+    if len(link) > 100 or not link.isascii():
+        records.append((b"linkpath", link))
+        link = b""
+    small = size if size <= _MAX_OCTAL_SIZE else 0
+    member = _ustar(split[0], split[1], mode, small, _TYPEFLAGS[kind], link)
     if not records:
         return member
     payload = b"".join(_record(key, value) for key, value in records)
@@ -34,7 +43,9 @@ def header(path: str, kind: str, size: int, mode: int) -> bytes:
     return _ustar(_PAX_NAME, b"", 0o644, len(payload), b"x") + payload + pad + member
 
 
-def _ustar(name: bytes, prefix: bytes, mode: int, size: int, typeflag: bytes) -> bytes:
+def _ustar(
+    name: bytes, prefix: bytes, mode: int, size: int, typeflag: bytes, link: bytes = b""
+) -> bytes:
     block = bytearray(BLOCK)
     block[0 : len(name)] = name
     block[100:108] = b"%07o\x00" % mode
@@ -44,6 +55,7 @@ def _ustar(name: bytes, prefix: bytes, mode: int, size: int, typeflag: bytes) ->
     block[136:148] = b"00000000000\x00"  # mtime
     block[148:156] = b" " * 8
     block[156:157] = typeflag
+    block[157 : 157 + len(link)] = link
     block[257:265] = b"ustar\x0000"
     block[329:337] = b"0000000\x00"  # devmajor
     block[337:345] = b"0000000\x00"  # devminor

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from assay.errors import TaskError
 
+from .testpatch import read_test_patch, under_test_dirs
+
 Kind = Literal["function", "cli", "transform", "pytest", "harbor"]
 STRICT_KINDS: frozenset[str] = frozenset({"function", "cli", "transform"})
 
@@ -31,6 +33,8 @@ class TaskLimits(_Strict):
     cpus: float = Field(1.0, gt=0, le=64)
     output_bytes: int = Field(1 << 20, ge=1, le=1 << 30)
     artifact_bytes: int = Field(64 << 20, ge=1, le=4 << 30)
+    artifact_entries: int = Field(10_000, ge=1, le=1_000_000)
+    """The most members a submission's archive may have, and a repository task's repository."""
 
 
 class FunctionSpec(_Strict):
@@ -108,6 +112,14 @@ class PytestSpec(_Strict):
             parts = d.strip("/").split("/")
             if d.startswith("/") or any(p in ("", ".", "..") for p in parts):
                 raise ValueError(f"test_dirs entry {d!r} is not a relative path")
+        for key, ids in (("fail_to_pass", self.fail_to_pass), ("pass_to_pass", self.pass_to_pass)):
+            for test_id in ids:
+                # Only test_dirs are closed to the submission: a listed test elsewhere is one
+                # the candidate may rewrite (or replace with a file that always passes).
+                if not under_test_dirs(test_id.split("::", 1)[0], self.test_dirs):
+                    raise ValueError(
+                        f"{key} id {test_id!r} is not under test_dirs {self.test_dirs}"
+                    )
         return self
 
 
@@ -288,6 +300,8 @@ def load_task(path: Path | str) -> Task:
     for rel in filter(None, judge_files):
         if not (root / "judge" / rel).is_file():
             raise TaskError(str(toml_path), f"judge file {rel!r} does not exist under judge/")
+    if config.pytest is not None and config.pytest.test_patch is not None:
+        read_test_patch(root / "judge" / config.pytest.test_patch, config.pytest.test_dirs)
     if config.kind == "harbor" and not (root / "judge" / HARBOR_TEST).is_file():
         raise TaskError(str(toml_path), f"a harbor task needs judge/{HARBOR_TEST}")
     if config.judge is not None and config.judge.cases is not None:

@@ -39,7 +39,6 @@ from .baselines import (
     run_agent_in_place,
 )
 from .controller import Grading, Source
-from .intake import Refused
 from .repo import load_test_patch, spec_of
 from .repo_patch import touched_paths
 from .repo_tree import pack, patched_test_files, read_pristine
@@ -119,8 +118,6 @@ def run_repo_baseline(
         t0 = monotonic()
         pristine = read_pristine(scope, task, g.task_image)
         g.lap("judge_prepare", t0)
-        if isinstance(pristine, Refused):
-            return BaselineRun(g.fail(pristine.reason), True, False)
 
         t0 = monotonic()
         cid = scope.container(_spec(task, g.gid, g.task_image, source.agent_dir, opts, "agent"))

@@ -35,9 +35,11 @@ class Source:
     agent_cmd: str | None = None
     agent_dir: Path | None = None
     path: Path | None = None
-    collect: Callable[[GradingScope], Submission | Refused] | None = None
+    collect: Callable[[GradingScope, frozenset[tuple[str, str]]], Submission | Refused] | None = (
+        None
+    )
     """A live agent container driven from the host (`Grader.session`): freezes it and takes
-    its workspace, inside the grading's scope."""
+    its workspace, inside the grading's scope (with `take_submission`'s `same_links`)."""
     agent_image: str | None = None
     """The image that live agent container runs, for the verdict's image digests."""
 
@@ -139,24 +141,30 @@ class Grading:
     def fail(self, code: str, extra: list[str] | None = None) -> Verdict:
         return error_verdict(self.facts(), code, extra or [])
 
-    def take_submission(self, scope: GradingScope, source: Source) -> Submission | Refused:
-        """Run the agent, or read the given path; either way through the firewall."""
+    def take_submission(
+        self,
+        scope: GradingScope,
+        source: Source,
+        same_links: frozenset[tuple[str, str]] = frozenset(),
+    ) -> Submission | Refused:
+        """Run the agent, or read the given path; either way through the firewall.
+        `same_links`: a repository's own links, dropped from the submission when unchanged."""
         t0 = monotonic()
         if source.collect is not None:
             if source.agent_image is not None:
                 self.used("agent", source.agent_image)
-            taken = source.collect(scope)
+            taken = source.collect(scope, same_links)
             self.lap("agent", t0)
         elif source.agent_cmd is not None:
             check_agent_inputs(self.task)
             taken, _run = run_agent(
-                scope, self.task, self.task_image, source.agent_cmd, source.agent_dir
+                scope, self.task, self.task_image, source.agent_cmd, source.agent_dir, same_links
             )
             self.lap("agent", t0)
         else:
             if source.path is None:
                 raise ValueError("a Source needs agent_cmd or path")
-            taken = from_path(scope, self.task, source.path)
+            taken = from_path(scope, self.task, source.path, same_links)
             self.lap("intake", t0)
         if isinstance(taken, Submission):
             self.submission = taken

@@ -58,6 +58,7 @@ class AgentRun:
 
 def firewall_limits(task: Task) -> FirewallLimits:
     return FirewallLimits(
+        max_entries=task.config.limits.artifact_entries,
         max_total_bytes=task.config.limits.artifact_bytes,
         max_file_bytes=min(task.config.limits.artifact_bytes, FirewallLimits().max_file_bytes),
     )
@@ -71,18 +72,26 @@ def through_firewall(
     strip_prefix: str | None,
     purpose: str,
     rules: str = "firewall",
+    *,
+    tree: bool = False,
+    same_links: frozenset[tuple[str, str]] = frozenset(),
 ) -> Submission | Refused:
-    """`rules`: the reason prefix a refusal gets (`judge-firewall` for what the judge left)."""
+    """`rules`: the reason prefix a refusal gets (`judge-firewall` for what the judge left).
+    `tree` and `same_links`: `check`'s (a trusted task tree's links; that tree's links, unchanged,
+    in a candidate's archive)."""
     out_dir = scope.tempdir(f"{purpose}-archive")
     archive = out_dir / "normalised.tar"
     with archive.open("wb") as sink:
-        result = check(source, sink, limits, artifacts=artifacts, strip_prefix=strip_prefix)
+        result = check(
+            source, sink, limits, artifacts=artifacts, strip_prefix=strip_prefix, tree=tree,
+            same_links=same_links,
+        )  # fmt: skip
     if isinstance(result, Rejected):
         return Refused(f"{rules}:{result.rule}", result.member, result.detail)
     files = scope.tempdir(f"{purpose}-files")
     files.chmod(0o755)
     with archive.open("rb") as fh:
-        materialise(fh, files)
+        materialise(fh, files, links=tree)
     return Submission(result.digest, result, archive, files)
 
 
@@ -108,16 +117,25 @@ def take_from_container(
     strip_prefix: str | None,
     purpose: str,
     rules: str = "firewall",
+    *,
+    tree: bool = False,
 ) -> Submission | Refused:
     """`path` of a (frozen) container, spooled with a raw byte cap, through the firewall."""
     spooled = spool_from_container(scope, cid, path, cap, purpose)
     if isinstance(spooled, Refused):
         return spooled
     with spooled.open("rb") as fh:
-        return through_firewall(scope, fh, limits, artifacts, strip_prefix, purpose, rules)
+        return through_firewall(
+            scope, fh, limits, artifacts, strip_prefix, purpose, rules, tree=tree
+        )
 
 
-def from_path(scope: GradingScope, task: Task, path: Path) -> Submission | Refused:
+def from_path(
+    scope: GradingScope,
+    task: Task,
+    path: Path,
+    same_links: frozenset[tuple[str, str]] = frozenset(),
+) -> Submission | Refused:
     """Grade a directory or tar produced elsewhere: it crosses the same firewall.
 
     Nothing is packed first: a directory is streamed into the firewall with only its artifacts'
@@ -128,10 +146,14 @@ def from_path(scope: GradingScope, task: Task, path: Path) -> Submission | Refus
     if path.is_dir():
         with DirStream(path, Globs(globs), limits) as stream:
             source = cast(BinaryIO, stream)
-            return through_firewall(scope, source, limits, globs, None, "submission")
+            return through_firewall(
+                scope, source, limits, globs, None, "submission", same_links=same_links
+            )
     if path.is_file():
         with path.open("rb") as fh:
-            return through_firewall(scope, fh, limits, globs, None, "submission")
+            return through_firewall(
+                scope, fh, limits, globs, None, "submission", same_links=same_links
+            )
     raise UsageError(f"--submission {path}: no such file or directory")
 
 
@@ -167,6 +189,7 @@ def run_agent(
     image: str,
     agent_cmd: str,
     agent_dir: Path | None,
+    same_links: frozenset[tuple[str, str]] = frozenset(),
 ) -> tuple[Submission | Refused, AgentRun]:
     """Run the agent with the inputs at /task and a capped /workspace; freeze it; take the
     workspace out. Pausing first means a background process cannot change the files
@@ -190,7 +213,7 @@ def run_agent(
         if "memory" not in hit:
             raise RuntimeError_("the agent's container stopped during its run at no limit")
         return Refused("limit:agent-memory", task.workdir, "the agent hit its memory limit"), run
-    return collect_agent(scope, task, cid, res.timed_out), run
+    return collect_agent(scope, task, cid, res.timed_out, same_links=same_links), run
 
 
 def start_agent(scope: GradingScope, task: Task, image: str, agent_dir: Path | None) -> str:
@@ -202,7 +225,12 @@ def start_agent(scope: GradingScope, task: Task, image: str, agent_dir: Path | N
 
 
 def collect_agent(
-    scope: GradingScope, task: Task, cid: str, timed_out: bool, stopped_is_error: bool = False
+    scope: GradingScope,
+    task: Task,
+    cid: str,
+    timed_out: bool,
+    stopped_is_error: bool = False,
+    same_links: frozenset[tuple[str, str]] = frozenset(),
 ) -> Submission | Refused:
     """Freeze the agent's container, take its workspace out through the firewall, remove it.
 
@@ -243,6 +271,7 @@ def collect_agent(
         return Refused("limit:agent-time", task.workdir, "the agent ran past its deadline")
     with spooled.open("rb") as fh:
         sub = through_firewall(
-            scope, fh, firewall_limits(task), task.config.artifacts, _archive_top(task), "agent"
-        )
+            scope, fh, firewall_limits(task), task.config.artifacts, _archive_top(task), "agent",
+            same_links=same_links,
+        )  # fmt: skip
     return sub

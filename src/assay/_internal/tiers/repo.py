@@ -23,23 +23,24 @@ from time import monotonic
 from assay.errors import TaskError
 
 from ..model.task import PytestSpec, Task
+from ..model.testpatch import read_test_patch
 from ..model.verdict import Verdict, build_verdict
 from ..runtime import Bind, ContainerSpec, Limits, Runtime, Scratch
-from ..runtime.scope import new_grading_id
+from ..runtime.scope import GradingScope, new_grading_id
 from .compat import REPORT, REPORT_BYTES, run_verification
 from .compat_prep import INCONTAINER_COMPAT, PYTEST_ARGV, PYTEST_ENV
 from .controller import Grading, Source
 from .intake import Refused
 from .junit import parse_junit
-from .repo_patch import FilePatch, PatchError, parse_patch
+from .repo_patch import FilePatch
 from .repo_policy import check_changes
 from .repo_results import evaluate, reconcile_exit
-from .repo_tree import PathConflict, changed_paths, compose, read_pristine
+from .repo_tree import PathConflict, aliases, changed_paths, compose, pristine_links, read_pristine
 
 OUT_BYTES = 8 << 20
 CANDIDATE_ENV = "ASSAY_CANDIDATE_DIR"
 
-__all__ = ["grade_repository", "load_test_patch", "repo_argv"]
+__all__ = ["check_repository", "grade_repository", "load_test_patch", "repo_argv"]
 
 
 def spec_of(task: Task) -> PytestSpec:
@@ -55,13 +56,24 @@ def expected_ids(spec: PytestSpec) -> tuple[str, ...]:
 
 
 def load_test_patch(task: Task) -> tuple[FilePatch, ...]:
+    """The test patch, read again (as `load_task` did) for this grading: malformed, or touching
+    anything outside test_dirs, is a TaskError."""
     spec = spec_of(task)
     assert spec.test_patch is not None
-    path = task.judge_dir / spec.test_patch
-    try:
-        return parse_patch(path.read_bytes())
-    except PatchError as exc:
-        raise TaskError(str(path), f"test patch: {exc}") from None
+    return read_test_patch(task.judge_dir / spec.test_patch, spec.test_dirs)
+
+
+def check_repository(rt: Runtime, task: Task, image: str, grading_id: str | None = None) -> int:
+    """What every grading of a repository task would find wrong with the task itself, found once
+    (`assay build`): the repository in `image` through the firewall as a task tree, the test
+    patch under test_dirs and applying to it exactly. Raises TaskError (exit 2); returns the
+    number of the repository's links, kept as links."""
+    patches = load_test_patch(task)
+    with GradingScope(rt, grading_id or f"repo-check-{new_grading_id()}") as scope:
+        pristine = read_pristine(scope, task, image)
+        nothing = scope.tempdir("repo-check-empty")
+        compose(scope.tempdir("repo-check-tree"), pristine, nothing, patches, task)
+        return len(pristine_links(pristine))
 
 
 def repo_argv(workdir: str, ids: tuple[str, ...]) -> tuple[str, ...]:
@@ -83,24 +95,25 @@ def grade_repository(
     image = g.task_image
     with g.scope() as scope:
         t0 = monotonic()
-        pristine = read_pristine(scope, task, image)
+        pristine = read_pristine(scope, task, image)  # a TaskError when the tree is refused
+        links = pristine_links(pristine)
         g.lap("judge_prepare", t0)
-        if isinstance(pristine, Refused):
-            return g.fail(pristine.reason)
 
-        # The agent starts from the repository as the image has it at the workdir (tiers.seed).
-        taken = g.take_submission(scope, source)
+        # The agent starts from the repository as the image has it at the workdir (tiers.seed),
+        # its links included: those come back unchanged and are no change.
+        taken = g.take_submission(scope, source, links)
         if isinstance(taken, Refused):
             return g.fail(taken.reason)
-        refusal = check_changes(changed_paths(pristine, taken.files), spec.test_dirs)
+        changed = changed_paths(pristine, taken.files)
+        refusal = check_changes([*changed, *aliases(changed, links, task)], spec.test_dirs)
         if refusal is not None:
             return g.fail(refusal.code)
 
         t0 = monotonic()
         try:
             tree = compose(scope.tempdir("repo-tree"), pristine, taken.files, patches, task)
-        except PathConflict:
-            return g.fail("repo:path-conflict")
+        except PathConflict as conflict:
+            return g.fail(conflict.code)
         workdir = task.workdir
         lim = task.config.limits
         vspec = ContainerSpec(

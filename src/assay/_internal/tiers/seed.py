@@ -60,11 +60,14 @@ def seed_workdir(scope: GradingScope, task: Task, image: str, agent_cid: str) ->
 
 def _owned_by_agent(raw: IO[bytes], top: str) -> tuple[bytes, int]:
     """The archive under `top/`, re-rooted at `.`, owned by the agent, without set-id bits,
-    devices or fifos."""
+    devices or fifos. A hard link becomes a copy of its file: the agent's workspace crosses the
+    firewall, which refuses every link, so a second name of a file the image holds would fail
+    every submission (symlinks stay: a repository task drops its own, unchanged, `same_links`)."""
     out = io.BytesIO()
     count = 0
+    files: dict[str, tarfile.TarInfo] = {}
     with (
-        tarfile.open(fileobj=raw, mode="r|") as src,
+        tarfile.open(fileobj=raw, mode="r:") as src,
         tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as dst,
     ):
         for member in src:
@@ -73,16 +76,19 @@ def _owned_by_agent(raw: IO[bytes], top: str) -> tuple[bytes, int]:
                 continue
             if not (member.isreg() or member.isdir() or member.issym() or member.islnk()):
                 continue
+            first = files.get(member.linkname) if member.islnk() else None
+            if member.islnk() and first is None:
+                continue  # its file is outside `top`, or not a regular file
+            if member.isreg():
+                files[member.name] = member
             member.name = "/".join(parts[1:])
-            if member.islnk():
-                link = PurePosixPath(member.linkname).parts
-                if not link or link[0] != top:
-                    continue
-                member.linkname = "/".join(link[1:])
+            source = member if first is None else first
+            if first is not None:
+                member.type, member.size, member.linkname = tarfile.REGTYPE, first.size, ""
             member.uid = member.gid = AGENT_UID
             member.uname = member.gname = ""
             member.mode &= 0o1777
-            fileobj = src.extractfile(member) if member.isreg() else None
+            fileobj = src.extractfile(source) if member.isreg() else None
             dst.addfile(member, fileobj)
             count += 1
     return out.getvalue(), count
