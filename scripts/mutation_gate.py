@@ -55,6 +55,8 @@ JP = "tests/test_judgepool.py"
 JPD = "tests/test_judgepool_docker.py"
 JI = "tests/test_judge_incontainer.py"
 HC = "tests/test_harbor_controller.py"
+RI = "tests/test_repo_imports_docker.py"
+RU = "tests/test_repo_imports_unit.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -336,6 +338,39 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             "tests/test_repo_unit.py::test_policy_refuses_naming_the_rule",
             "tests/test_repo_docker.py::test_conftest_submission_fails_naming_the_rule",
+        ),
+    ),
+    Mutation(
+        "repo-package-root",
+        "a repository task refusing a new __init__.py where pytest inserts a directory (the root)",
+        "src/assay/_internal/tiers/repo_policy.py",
+        "        if parent in guard.package_roots:\n",
+        "        if False:\n",
+        (
+            f"{RI}::test_a_root_init_py_is_refused",
+            f"{RU}::test_a_new_init_where_pytest_inserts_a_directory_is_refused",
+        ),
+    ),
+    Mutation(
+        "repo-probe-shadow",
+        "a repository task's shadow rule taken from the image's probe, not a fixed list",
+        "src/assay/_internal/tiers/repo.py",
+        "    runs = run_probe(scope, task, image)\n",
+        "    runs = ()\n",
+        (
+            f"{RI}::test_a_module_the_image_imports_is_not_shadowed",
+            f"{RI}::test_the_probe_reads_the_image_not_a_list",
+        ),
+    ),
+    Mutation(
+        "repo-pytest-plugin",
+        "a repository task refusing changes to a module named in pytest_plugins",
+        "src/assay/_internal/tiers/repo_imports.py",
+        "            loaded.setdefault(name, PLUGIN_RULE)\n",
+        "            pass\n",
+        (
+            f"{RI}::test_a_pytest_plugin_module_may_not_change",
+            f"{RU}::test_modules_loaded_before_the_tests_are_the_images_and_the_conftests",
         ),
     ),
     Mutation(
