@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import types
+import zipfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,7 +47,27 @@ class _Recorder(importlib.abc.MetaPathFinder):
         return None
 
 
+def _names_in_zip(entry: str) -> list[str]:
+    # A zip on the path (an egg, python3XX.zip) answers imports of its top-level names too.
+    try:
+        with zipfile.ZipFile(entry) as zf:
+            infos = zf.infolist()
+    except (OSError, zipfile.BadZipFile):
+        return []
+    if len(infos) > MAX_DIR_ENTRIES * 10:
+        raise SystemExit(f"more than {MAX_DIR_ENTRIES * 10} members in {entry}")
+    names = set()
+    for info in infos:
+        first, sep, _ = info.filename.partition("/")
+        stem = first if sep else first.split(".", 1)[0]
+        if (sep or first.endswith(SUFFIXES)) and stem.isidentifier():
+            names.add(stem)
+    return sorted(names)
+
+
 def _names_in(entry: str) -> list[str]:
+    if os.path.isfile(entry):
+        return _names_in_zip(entry)
     try:
         it = os.scandir(entry or ".")
     except OSError:
