@@ -7,6 +7,8 @@ exit, or registers a report hook); on the code before issue 23 each one graded P
   - `attr/`, `src/pytest.py` in an image that installs the repository in development mode
     (the workdir and src/ first on sys.path when Python starts): refused because the image's
     own probe says those names resolve outside the repository (attr is on no fixed list);
+    `lib/attr/` likewise, where lib/ is named by the image's .pth but absent from the pristine
+    tree (so `site` only adds it once the submission creates it);
   - a plugin module named by the tests' conftest in `pytest_plugins`: refused, found from the
     pristine tree.
 An honest fix still passes on the same image.
@@ -31,6 +33,7 @@ from assay._internal.tiers.repo import guard_for, load_test_patch
 from assay._internal.tiers.repo_imports import FLOOR
 from assay._internal.tiers.repo_probe import run_probe
 from assay._internal.tiers.repo_tree import read_pristine
+from assay.errors import TaskError
 
 pytestmark = pytest.mark.docker
 
@@ -87,7 +90,7 @@ def test_the_honest_fix_passes_on_the_editable_image(docker_runtime, base_image,
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("path", ["attr/__init__.py", "src/pytest.py"])
+@pytest.mark.parametrize("path", ["attr/__init__.py", "src/pytest.py", "lib/attr/__init__.py"])
 def test_a_module_the_image_imports_is_not_shadowed(  # type: ignore[no-untyped-def]
     docker_runtime, base_image, editable, tmp_path, path
 ) -> None:
@@ -119,7 +122,15 @@ def test_the_probe_reads_the_image_not_a_list(docker_runtime, editable_image) ->
     assert docker_runtime.leftovers(gid) == []
     entries = {e.path for run in runs for e in run.entries}
     assert {"/workspace", "/workspace/src"} <= entries
-    assert {"", "src", "tests"} <= guard.entries
+    assert {"", "src", "tests", "lib"} <= guard.entries
     assert "attr" in guard.reserved and "attr" not in FLOOR  # pytest 7.2 imports attrs
     assert guard.loaded.get("calc.testing") == "pytest-plugin"
     assert "calc" not in guard.reserved  # the repository's own package
+
+
+def test_a_probe_that_fails_is_the_tasks_error(docker_runtime, base_image, semver) -> None:  # type: ignore[no-untyped-def]
+    # The base image has no /workspace: pytest cannot start there, so the probe cannot answer.
+    gid = new_grading_id()
+    with GradingScope(docker_runtime, gid) as scope, pytest.raises(TaskError, match="probe"):
+        run_probe(scope, semver, base_image)
+    assert docker_runtime.leftovers(gid) == []

@@ -43,6 +43,7 @@ def report(**over: Any) -> dict[str, Any]:
             ["/workspace/src", "/workspace/src", ["calc"]],
             ["/opt/vendor", "/workspace/vendor", ["six"]],
         ],
+        "pth_paths": ["/workspace/src", "/workspace/lib", "/opt/elsewhere"],
         "modules": [
             ["attr", f"{DIST}/attr/__init__.py"],
             ["sys", None],
@@ -105,6 +106,7 @@ def test_a_report_is_read_exactly() -> None:
         (json.dumps(report(entries=[["/a", "/a", []]] * (MAX_ENTRIES + 1))).encode(), "at most"),
         (json.dumps(report(modules=[["x", 1]])).encode(), "string"),
         (json.dumps(report(stdlib="json")).encode(), "list"),
+        (json.dumps(report(pth_paths=["lib"])).encode(), "absolute"),
         (b'{"mode": NaN}', "non-finite"),
         (b" " * (REPORT_BYTES + 1), "cap"),
         (b"\xff", "UTF-8"),
@@ -120,9 +122,10 @@ def test_a_malformed_report_is_refused(raw: bytes, message: str) -> None:
 
 def test_the_guard_takes_the_repositorys_directories_from_the_image() -> None:
     g = guard_of()
-    # The root always; src/ from the .pth; vendor/ by its real path; tests/ as pytest's
-    # insertion for test_calc.py; pkg/sub/tests' chain of packages ends at the root.
-    assert g.entries == {"", "src", "vendor", "tests"}
+    # The root always; src/ from the .pth; vendor/ by its real path; lib/ named by a .pth but
+    # not in the tree yet; tests/ as pytest's insertion for test_calc.py; pkg/sub/tests' chain
+    # of packages ends at the root.
+    assert g.entries == {"", "src", "vendor", "lib", "tests"}
     assert g.package_roots == {"", "tests"}
 
 
@@ -156,6 +159,7 @@ def test_the_plain_interpreters_path_counts_too() -> None:
         ("src/pytest.py", "shadow-module"),
         ("src/attr/__init__.py", "shadow-module"),
         ("vendor/json.py", "shadow-module"),
+        ("lib/attr/__init__.py", "shadow-module"),
         ("src/json.cpython-311-x86_64-linux-gnu.so", "shadow-module"),
         ("src/calc/testing.py", PLUGIN_RULE),
         ("calc/testing.py", PLUGIN_RULE),  # the same module from another directory

@@ -7,7 +7,8 @@ repository at the workdir and nothing of the candidate (`tiers/repo_probe.py`):
     python3 probe.py plain WORKDIR OUT         # what a plain `python3` (a subprocess) starts with
 
 It writes one JSON document to OUT and nothing else that counts. For each `sys.path` entry:
-its path, its real path and the top-level module names found in it; every module in
+its path, its real path and the top-level module names found in it; every directory a `.pth`
+file in a site directory names (also one that does not exist yet); every module in
 `sys.modules` with its file; every top-level name anything tried to import (found or not: an
 optional import that fails here would succeed from a directory of the repository); the
 interpreter's standard-library and builtin module names. In the isolated run the modules are
@@ -22,6 +23,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import site
 import sys
 import types
 import zipfile
@@ -92,6 +94,30 @@ def _names_in(entry: str) -> list[str]:
     return sorted(names)
 
 
+def _pth_paths() -> list[str]:
+    """Every directory a `.pth` file in a site directory names, whether or not it exists: `site`
+    skips a missing one, but the candidate's tree may create it (`workdir/lib` named by an
+    editable install, absent from the pristine tree)."""
+    sitedirs = [*site.getsitepackages(), site.getusersitepackages()]
+    found: list[str] = []
+    for sitedir in sitedirs:
+        try:
+            names = sorted(n for n in os.listdir(sitedir) if n.endswith(".pth"))
+        except OSError:
+            continue
+        for name in names[:MAX_DIR_ENTRIES]:
+            try:
+                with open(os.path.join(sitedir, name), "rb") as fh:
+                    lines = fh.read(1 << 20).decode("utf-8", "replace").splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                line = line.strip()
+                if line and not line.startswith(("#", "import ", "import\t")):
+                    found.append(os.path.normpath(os.path.join(sitedir, line)))
+    return found[:MAX_NAMES]
+
+
 def _modules() -> list[list[Any]]:
     out: list[list[Any]] = []
     for name, mod in list(sys.modules.items()):
@@ -141,6 +167,7 @@ def main(argv: Sequence[str]) -> int:
         "mode": mode,
         "workdir_real": os.path.realpath(workdir),
         "entries": [[p, os.path.realpath(p or "."), _names_in(p)] for p in path],
+        "pth_paths": _pth_paths(),
         "modules": at_start + later,
         "attempted": sorted(recorder.names),
         "stdlib": sorted(getattr(sys, "stdlib_module_names", ())),

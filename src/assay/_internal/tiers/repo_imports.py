@@ -6,7 +6,9 @@ A file in the repository shadows a module when a directory of the repository tha
   - the workdir itself (the trusted plugin puts it first, as a rootdir conftest did);
   - every `sys.path` entry inside the workdir that the image starts Python with: an editable
     install's `.pth` (SWE-bench's `pip install -e .`), a src layout's `src/`, PYTHONPATH, both
-    for the test run's `python3 -I` and a plain `python3` (`repo_probe` asks the image);
+    for the test run's `python3 -I` and a plain `python3` (`repo_probe` asks the image), and
+    every directory inside it that a `.pth` names but the pristine tree lacks (`site` adds it
+    once the candidate's tree has it);
   - the directory pytest inserts for each test file and conftest (prepend import mode: the
     first directory up from the file without an `__init__.py`).
 The names they may not provide (`reserved`): every top-level name found outside the workdir
@@ -197,6 +199,9 @@ def import_guard(
             if rel is None:
                 reserved |= entry.names
             else:
+                entries.add(rel)
+        for path in run.pth_paths:
+            if (rel := _inside(path, roots)) is not None:
                 entries.add(rel)
         for name, file in run.modules:
             rel = None if file is None else _inside(posixpath.normpath(file), roots)

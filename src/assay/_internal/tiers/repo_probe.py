@@ -34,7 +34,7 @@ MAX_MODULES = 50_000
 MAX_TEXT = 4_096
 MODES = ("isolated", "plain")
 _FIELDS = frozenset(
-    {"mode", "workdir_real", "entries", "modules", "attempted", "stdlib", "builtin"}
+    {"mode", "workdir_real", "entries", "pth_paths", "modules", "attempted", "stdlib", "builtin"}
 )
 
 
@@ -55,6 +55,8 @@ class ProbeRun:
     mode: str
     workdir_real: str
     entries: tuple[PathEntry, ...]
+    pth_paths: tuple[str, ...]
+    """Directories `.pth` files name, also ones `site` skipped because they did not exist."""
     modules: tuple[tuple[str, str | None], ...]
     """Every module loaded by the time the tests would be collected, with its file."""
     attempted: frozenset[str]
@@ -120,6 +122,9 @@ def parse_probe(raw: bytes, mode: str) -> ProbeRun:
         mode=mode,
         workdir_real=_abs(doc["workdir_real"], "workdir_real"),
         entries=tuple(_entry(e, "entries") for e in entries),
+        pth_paths=tuple(
+            _abs(p, "pth_paths") for p in _list(doc["pth_paths"], "pth_paths", MAX_NAMES)
+        ),
         modules=tuple(_module(m, "modules") for m in modules),
         attempted=_names(doc["attempted"], "attempted"),
         stdlib=_names(doc["stdlib"], "stdlib"),
