@@ -9,6 +9,8 @@ exit, or registers a report hook); on the code before issue 23 each one graded P
     own probe says those names resolve outside the repository (attr is on no fixed list);
     `lib/attr/` likewise, where lib/ is named by the image's .pth but absent from the pristine
     tree (so `site` only adds it once the submission creates it);
+  - `tools/boot.py`, which the image's .pth runs at every start (runpy, not an import): refused
+    because the probe saw it opened;
   - a plugin module named by the tests' conftest in `pytest_plugins`: refused, found from the
     pristine tree.
 An honest fix still passes on the same image.
@@ -101,6 +103,16 @@ def test_a_module_the_image_imports_is_not_shadowed(  # type: ignore[no-untyped-
     assert v.reason_codes == ["policy:shadow-module"]
 
 
+def test_a_file_the_image_runs_at_start_up_may_not_change(  # type: ignore[no-untyped-def]
+    docker_runtime, base_image, editable, tmp_path
+) -> None:
+    # The image's .pth runs tools/boot.py with runpy: no module, found by the files it opens.
+    sub = submission(tmp_path, {"tools/boot.py": REPO / "forge_at_exit.py"})
+    v = grade(docker_runtime, base_image, editable, sub)
+    assert not v.passed
+    assert v.reason_codes == ["policy:startup-import"]
+
+
 def test_a_pytest_plugin_module_may_not_change(  # type: ignore[no-untyped-def]
     docker_runtime, base_image, editable, tmp_path
 ) -> None:
@@ -125,6 +137,7 @@ def test_the_probe_reads_the_image_not_a_list(docker_runtime, editable_image) ->
     assert {"", "src", "tests", "lib"} <= guard.entries
     assert "attr" in guard.reserved and "attr" not in FLOOR  # pytest 7.2 imports attrs
     assert guard.loaded.get("calc.testing") == "pytest-plugin"
+    assert guard.loaded_files == {"tools/boot.py": "startup-import"}
     assert "calc" not in guard.reserved  # the repository's own package
 
 

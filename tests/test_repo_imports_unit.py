@@ -44,6 +44,11 @@ def report(**over: Any) -> dict[str, Any]:
             ["/opt/vendor", "/workspace/vendor", ["six"]],
         ],
         "pth_paths": ["/workspace/src", "/workspace/lib", "/opt/elsewhere"],
+        "opened": [
+            "/workspace/tools/boot.py",
+            "/workspace/src/__pycache__/boot.cpython-311.pyc",
+            "/usr/lib/python3.11/os.py",
+        ],
         "modules": [
             ["attr", f"{DIST}/attr/__init__.py"],
             ["sys", None],
@@ -107,6 +112,7 @@ def test_a_report_is_read_exactly() -> None:
         (json.dumps(report(modules=[["x", 1]])).encode(), "string"),
         (json.dumps(report(stdlib="json")).encode(), "list"),
         (json.dumps(report(pth_paths=["lib"])).encode(), "absolute"),
+        (json.dumps(report(opened=[3])).encode(), "string"),
         (b'{"mode": NaN}', "non-finite"),
         (b" " * (REPORT_BYTES + 1), "cap"),
         (b"\xff", "UTF-8"),
@@ -140,7 +146,7 @@ def test_reserved_names_come_from_the_image() -> None:
 
 def test_modules_loaded_before_the_tests_are_the_images_and_the_conftests() -> None:
     g = guard_of()
-    assert g.loaded_files == {"src/boot.py": STARTUP_RULE}
+    assert g.loaded_files == {"src/boot.py": STARTUP_RULE, "tools/boot.py": STARTUP_RULE}
     assert g.loaded["boot"] == STARTUP_RULE
     assert g.loaded["calc.testing"] == PLUGIN_RULE
 
@@ -165,6 +171,7 @@ def test_the_plain_interpreters_path_counts_too() -> None:
         ("calc/testing.py", PLUGIN_RULE),  # the same module from another directory
         ("src/calc/testing/__init__.py", PLUGIN_RULE),
         ("src/boot.py", STARTUP_RULE),
+        ("tools/boot.py", STARTUP_RULE),
         ("boot.py", STARTUP_RULE),
         ("__init__.py", "package-root"),
         ("pkg/sub/tests/x.py", None),

@@ -3,14 +3,17 @@
 Run by the controller in a fresh, offline container of the environment image, with the pristine
 repository at the workdir and nothing of the candidate (`tiers/repo_probe.py`):
 
-    python3 -I probe.py isolated WORKDIR OUT   # the flags and start-up of the real test run
-    python3 probe.py plain WORKDIR OUT         # what a plain `python3` (a subprocess) starts with
+    python3 -I -S probe.py isolated WORKDIR OUT   # the flags and start-up of the real test run
+    python3 -S probe.py plain WORKDIR OUT         # what a plain `python3` (a subprocess) gets
+
+(-S, then `site.main()` here, once the probe watches: the same start-up, seen from inside.)
 
 It writes one JSON document to OUT and nothing else that counts. For each `sys.path` entry:
 its path, its real path and the top-level module names found in it; every directory a `.pth`
 file in a site directory names (also one that does not exist yet); every module in
-`sys.modules` with its file; every top-level name anything tried to import (found or not: an
-optional import that fails here would succeed from a directory of the repository); the
+`sys.modules` with its file; every file opened; every top-level name anything tried to import
+(found or not: an optional import that fails here would succeed from a directory of the
+repository); the
 interpreter's standard-library and builtin module names. In the isolated run the modules are
 read when pytest, started exactly as the test run starts it (assay's launcher and plugin, the
 same options), is about to collect; then it stops. The controller decides what all of it means.
@@ -154,21 +157,43 @@ def _pytest_startup(workdir: str) -> list[list[Any]]:
     return seen
 
 
+class _Opened:
+    """Every file opened (read or imported: `io.open_code` raises the same audit event) until
+    `stop`, so that a file run by a `.pth` line (`runpy.run_path`), which is no module, counts."""
+
+    def __init__(self) -> None:
+        self.paths: set[str] = set()
+        self.on = True
+
+    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self.on or event != "open" or not args or len(self.paths) >= MAX_NAMES:
+            return
+        if isinstance(args[0], str | bytes):
+            self.paths.add(os.path.abspath(os.fsdecode(args[0])))
+
+
 def main(argv: Sequence[str]) -> int:
     mode, workdir, out = argv
+    opened = _Opened()
+    sys.addaudithook(opened)
+    recorder = _Recorder()
+    sys.meta_path.insert(0, recorder)
+    if sys.flags.no_site:
+        # Started with -S so that this sees what `site` does: the start-up Python would have run.
+        site.main()
     path = list(sys.path)
     if mode == "plain" and not getattr(sys.flags, "safe_path", False):
         path = path[1:]  # this script's own directory, which no test run has
-    recorder = _Recorder()
-    sys.meta_path.insert(0, recorder)
     at_start = _modules()
     later = _pytest_startup(workdir) if mode == "isolated" else []
+    opened.on = False
     doc = {
         "mode": mode,
         "workdir_real": os.path.realpath(workdir),
         "entries": [[p, os.path.realpath(p or "."), _names_in(p)] for p in path],
         "pth_paths": _pth_paths(),
         "modules": at_start + later,
+        "opened": sorted(opened.paths),
         "attempted": sorted(recorder.names),
         "stdlib": sorted(getattr(sys, "stdlib_module_names", ())),
         "builtin": sorted(sys.builtin_module_names),

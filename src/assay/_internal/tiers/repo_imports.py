@@ -19,7 +19,8 @@ the pristine tree itself already has in that directory is the task's design, not
 unless it is in the floor.
 
 Files loaded before the tests (`loaded`): modules in the workdir imported by the time pytest
-collects (a `.pth` that imports one), and every module a conftest or test file names in
+collects (a `.pth` that imports one), files there opened by then (a `.pth` line that runs one
+with `runpy.run_path`, which is no module), and every module a conftest or test file names in
 `pytest_plugins` (read with `ast` from the pristine tree and the test patch). pytest registers
 those as plugins, so a change there would be a hook, not code under test.
 
@@ -67,6 +68,14 @@ class ImportGuard:
     loaded_files: Mapping[str, str] = field(default_factory=dict)
     """Relative file -> the rule that refuses changing it."""
     package_roots: frozenset[str] = frozenset({""})
+
+
+def is_cache_path(rel: str) -> bool:
+    """Bytecode and pytest's cache, which a submission never carries (`repo_policy.is_cache`):
+    an honest agent that ran the tests leaves them, and a `.pyc` whose recorded size and mtime
+    match its source would be imported instead of it."""
+    parts = rel.split("/")
+    return "__pycache__" in parts or parts[0] == ".pytest_cache" or rel.endswith((".pyc", ".pyo"))
 
 
 def module_of(rel: str) -> str | None:
@@ -203,6 +212,10 @@ def import_guard(
         for path in run.pth_paths:
             if (rel := _inside(path, roots)) is not None:
                 entries.add(rel)
+        for path in run.opened:
+            rel = _inside(path, roots)
+            if rel and not is_cache_path(rel):
+                loaded_files.setdefault(rel, STARTUP_RULE)
         for name, file in run.modules:
             rel = None if file is None else _inside(posixpath.normpath(file), roots)
             if rel is None:

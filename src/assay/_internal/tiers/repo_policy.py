@@ -26,7 +26,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .repo_imports import MODULE_SUFFIXES, ImportGuard, module_of, top_name, under
+from .repo_imports import (
+    MODULE_SUFFIXES,
+    ImportGuard,
+    is_cache_path,
+    module_of,
+    top_name,
+    under,
+)
 
 TEST_CONFIG_FILES = frozenset({"pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"})
 STARTUP_MODULES = frozenset({"sitecustomize", "usercustomize"})
@@ -88,8 +95,7 @@ def refusal_for(path: str, test_dirs: Sequence[str], guard: ImportGuard) -> Poli
 
 def is_cache(path: str) -> bool:
     """Bytecode and pytest's cache: dropped from a submission, never graded."""
-    parts = path.split("/")
-    return "__pycache__" in parts or parts[0] == ".pytest_cache" or path.endswith((".pyc", ".pyo"))
+    return is_cache_path(path)
 
 
 def check_changes(

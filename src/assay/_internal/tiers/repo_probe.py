@@ -34,7 +34,17 @@ MAX_MODULES = 50_000
 MAX_TEXT = 4_096
 MODES = ("isolated", "plain")
 _FIELDS = frozenset(
-    {"mode", "workdir_real", "entries", "pth_paths", "modules", "attempted", "stdlib", "builtin"}
+    {
+        "mode",
+        "workdir_real",
+        "entries",
+        "pth_paths",
+        "modules",
+        "opened",
+        "attempted",
+        "stdlib",
+        "builtin",
+    }
 )
 
 
@@ -59,6 +69,8 @@ class ProbeRun:
     """Directories `.pth` files name, also ones `site` skipped because they did not exist."""
     modules: tuple[tuple[str, str | None], ...]
     """Every module loaded by the time the tests would be collected, with its file."""
+    opened: tuple[str, ...]
+    """Every file opened by then (imported, or run by a `.pth` line)."""
     attempted: frozenset[str]
     """Every top-level name something tried to import, found or not."""
     stdlib: frozenset[str]
@@ -126,6 +138,7 @@ def parse_probe(raw: bytes, mode: str) -> ProbeRun:
             _abs(p, "pth_paths") for p in _list(doc["pth_paths"], "pth_paths", MAX_NAMES)
         ),
         modules=tuple(_module(m, "modules") for m in modules),
+        opened=tuple(_abs(p, "opened") for p in _list(doc["opened"], "opened", MAX_NAMES)),
         attempted=_names(doc["attempted"], "attempted"),
         stdlib=_names(doc["stdlib"], "stdlib"),
         builtin=_names(doc["builtin"], "builtin"),
@@ -150,7 +163,7 @@ def run_probe(scope: GradingScope, task: Task, image: str) -> tuple[ProbeRun, ..
     env = {**PYTEST_ENV, "ASSAY_CANDIDATE_DIR": workdir}
     deadline = float(task.config.limits.total_timeout)
     for mode in MODES:
-        flags = ("-I",) if mode == "isolated" else ()
+        flags = ("-I", "-S") if mode == "isolated" else ("-S",)
         argv = ("python3", *flags, "/assay/compat/probe.py", mode, workdir, f"/out/{mode}.json")
         res = rt.exec(cid, argv, deadline_s=deadline, output_cap=1 << 20, env=env, workdir="/tmp")
         if res.exit_code != 0:
