@@ -363,6 +363,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        "repo-startup-opened",
+        "a repository task refusing changes to files the image opens at start-up (a .pth's runpy)",
+        "src/assay/_internal/tiers/repo_imports.py",
+        "            if rel and not is_cache_path(rel):\n",
+        "            if False:\n",
+        (
+            f"{RI}::test_a_file_the_image_runs_at_start_up_may_not_change",
+            f"{RU}::test_modules_loaded_before_the_tests_are_the_images_and_the_conftests",
+        ),
+    ),
+    Mutation(
+        "repo-pth-missing-dir",
+        "a repository task counting a .pth's directory the pristine tree lacks as on sys.path",
+        "src/assay/_internal/tiers/repo_imports.py",
+        "        for path in run.pth_paths:\n",
+        "        for path in ():\n",
+        (
+            f"{RI}::test_a_module_the_image_imports_is_not_shadowed[lib/attr/__init__.py]",
+            f"{RU}::test_the_guard_takes_the_repositorys_directories_from_the_image",
+        ),
+    ),
+    Mutation(
         "repo-pytest-plugin",
         "a repository task refusing changes to a module named in pytest_plugins",
         "src/assay/_internal/tiers/repo_imports.py",
