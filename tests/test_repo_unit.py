@@ -14,6 +14,7 @@ from e2e import EXAMPLES
 
 from assay._internal.model.task import load_task
 from assay._internal.tiers.baselines_repo import swebench_cases, swebench_status
+from assay._internal.tiers.compat_prep import INCONTAINER_COMPAT
 from assay._internal.tiers.junit import (
     DUPLICATE,
     EXIT_CODE,
@@ -23,7 +24,7 @@ from assay._internal.tiers.junit import (
     SURPLUS,
     parse_junit,
 )
-from assay._internal.tiers.repo import load_test_patch
+from assay._internal.tiers.repo import load_test_patch, repo_argv
 from assay._internal.tiers.repo_imports import ImportGuard
 from assay._internal.tiers.repo_patch import (
     MAX_PATCH_BYTES,
@@ -433,3 +434,20 @@ def test_compose_refuses_a_file_where_the_repository_has_a_directory(tmp_path: P
     dest.mkdir()
     with pytest.raises(PathConflict):
         compose(dest, pristine, sub, parse_patch(PATCH), load_task(SEMVER))
+
+
+def test_the_run_registers_assays_plugin_from_outside_the_tree() -> None:
+    argv = repo_argv("/workspace", ("tests/test_a.py::test_one",))
+    assert argv[:3] == ("python3", "-I", "/assay/compat/pytest_main.py")
+    assert "-m" not in argv and argv[-1] == "/workspace/tests/test_a.py::test_one"
+    # The launcher loads the plugin by its path; the plugin imports nothing of pytest itself.
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import pytest_main; "
+        "m = pytest_main.load_plugin(sys.argv[1] + '/conftest.py'); "
+        "print(m.__name__, 'pytest' in sys.modules, sys.modules[m.__name__] is m)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code, str(INCONTAINER_COMPAT)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert out.stdout.split() == ["_assay_compat_plugin", "False", "True"]

@@ -4,7 +4,7 @@ A fresh, offline, limited container of the task's environment image (the pristin
 at its workdir, no candidate) runs assay's probe (`_incontainer/compat/probe.py`) twice: with
 the test run's own interpreter flags, environment and pytest start-up (up to collection), and as
 a plain `python3` (what a subprocess of the tests starts with: the image's PYTHONPATH, user
-site, `.pth` files). Its JSON reports crosses the firewall and is parsed here strictly, with
+site, `.pth` files). Its JSON reports cross the firewall and are parsed here strictly, with
 caps: the image is the task author's, the probe is assay's, but the bytes still come out of a
 container. `repo_imports` decides what they mean.
 
