@@ -385,6 +385,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        "repo-import-path",
+        "a repository task refusing a file at a path the image's sys.path names (a zip there)",
+        "src/assay/_internal/tiers/repo_policy.py",
+        "    if path in guard.entries:\n",
+        "    if False:\n",
+        (
+            f"{RI}::test_a_zip_where_the_image_names_a_directory_is_refused",
+            f"{RU}::test_the_policy_over_the_guard",
+        ),
+    ),
+    Mutation(
         "repo-pytest-plugin",
         "a repository task refusing changes to a module named in pytest_plugins",
         "src/assay/_internal/tiers/repo_imports.py",

@@ -8,7 +8,8 @@ exit, or registers a report hook); on the code before issue 23 each one graded P
     (the workdir and src/ first on sys.path when Python starts): refused because the image's
     own probe says those names resolve outside the repository (attr is on no fixed list);
     `lib/attr/` likewise, where lib/ is named by the image's .pth but absent from the pristine
-    tree (so `site` only adds it once the submission creates it);
+    tree (so `site` only adds it once the submission creates it), and `lib` as a zip holding
+    `attr/`;
   - `tools/boot.py`, which the image's .pth runs at every start (runpy, not an import): refused
     because the probe saw it opened;
   - a plugin module named by the tests' conftest in `pytest_plugins`: refused, found from the
@@ -19,6 +20,7 @@ An honest fix still passes on the same image.
 from __future__ import annotations
 
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -101,6 +103,19 @@ def test_a_module_the_image_imports_is_not_shadowed(  # type: ignore[no-untyped-
     )
     assert not v.passed
     assert v.reason_codes == ["policy:shadow-module"]
+
+
+def test_a_zip_where_the_image_names_a_directory_is_refused(  # type: ignore[no-untyped-def]
+    docker_runtime, base_image, editable, tmp_path
+) -> None:
+    # The .pth names /workspace/lib; `site` adds any path that exists, and a zip is imported from.
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    with zipfile.ZipFile(sub / "lib", "w") as zf:
+        zf.write(REPO / "shadow.py", "attr/__init__.py")
+    v = grade(docker_runtime, base_image, editable, sub)
+    assert not v.passed
+    assert v.reason_codes == ["policy:import-path"]
 
 
 def test_a_file_the_image_runs_at_start_up_may_not_change(  # type: ignore[no-untyped-def]

@@ -174,6 +174,8 @@ def test_the_plain_interpreters_path_counts_too() -> None:
         ("tools/boot.py", STARTUP_RULE),
         ("boot.py", STARTUP_RULE),
         ("__init__.py", "package-root"),
+        ("lib", "import-path"),  # a zip where a .pth names a directory: imported from
+        ("vendor", "import-path"),
         ("pkg/sub/tests/x.py", None),
     ],
 )

@@ -76,6 +76,9 @@ def refusal_for(path: str, test_dirs: Sequence[str], guard: ImportGuard) -> Poli
         return PolicyRefusal("startup-module", path)
     if (rule := guard.loaded_files.get(path)) is not None:
         return PolicyRefusal(rule, path)
+    if path in guard.entries:
+        # A file where the image's sys.path names an entry: a zip there is imported from.
+        return PolicyRefusal("import-path", path)
     parent = path.rpartition("/")[0]
     if name.split(".", 1)[0] == "__init__" and name.endswith(MODULE_SUFFIXES):
         if parent in guard.package_roots:
