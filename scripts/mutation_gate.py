@@ -58,6 +58,9 @@ JPD = "tests/test_judgepool_docker.py"
 JI = "tests/test_judge_incontainer.py"
 HC = "tests/test_harbor_controller.py"
 
+RI = "tests/test_repo_imports_docker.py"
+RU = "tests/test_repo_imports_unit.py"
+
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "firewall-nfkc-dot-dot",
@@ -500,6 +503,72 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             "tests/test_stuck_container.py::"
             "test_a_wedged_gvisor_sandbox_is_killed_by_pid_and_its_container_removed",
+        ),
+    ),
+    Mutation(
+        "repo-package-root",
+        "a repository task refusing a new __init__.py where pytest inserts a directory (the root)",
+        "src/assay/_internal/tiers/repo_policy.py",
+        "        if parent in guard.package_roots:\n",
+        "        if False:\n",
+        (
+            f"{RI}::test_a_root_init_py_is_refused",
+            f"{RU}::test_a_new_init_where_pytest_inserts_a_directory_is_refused",
+        ),
+    ),
+    Mutation(
+        "repo-probe-shadow",
+        "a repository task's shadow rule taken from the image's probe, not a fixed list",
+        "src/assay/_internal/tiers/repo.py",
+        "    runs = run_probe(scope, task, image)\n",
+        "    runs = ()\n",
+        (
+            f"{RI}::test_a_module_the_image_imports_is_not_shadowed",
+            f"{RI}::test_the_probe_reads_the_image_not_a_list",
+        ),
+    ),
+    Mutation(
+        "repo-startup-opened",
+        "a repository task refusing changes to files the image opens at start-up (a .pth's runpy)",
+        "src/assay/_internal/tiers/repo_imports.py",
+        "            if rel and not is_cache_path(rel):\n",
+        "            if False:\n",
+        (
+            f"{RI}::test_a_file_the_image_runs_at_start_up_may_not_change",
+            f"{RU}::test_modules_loaded_before_the_tests_are_the_images_and_the_conftests",
+        ),
+    ),
+    Mutation(
+        "repo-pth-missing-dir",
+        "a repository task counting a .pth's directory the pristine tree lacks as on sys.path",
+        "src/assay/_internal/tiers/repo_imports.py",
+        "        for path in run.pth_paths:\n",
+        "        for path in ():\n",
+        (
+            f"{RI}::test_a_module_the_image_imports_is_not_shadowed[lib/attr/__init__.py]",
+            f"{RU}::test_the_guard_takes_the_repositorys_directories_from_the_image",
+        ),
+    ),
+    Mutation(
+        "repo-import-path",
+        "a repository task refusing a file at a path the image's sys.path names (a zip there)",
+        "src/assay/_internal/tiers/repo_policy.py",
+        "    if path in guard.entries:\n",
+        "    if False:\n",
+        (
+            f"{RI}::test_a_zip_where_the_image_names_a_directory_is_refused",
+            f"{RU}::test_the_policy_over_the_guard",
+        ),
+    ),
+    Mutation(
+        "repo-pytest-plugin",
+        "a repository task refusing changes to a module named in pytest_plugins",
+        "src/assay/_internal/tiers/repo_imports.py",
+        "            loaded.setdefault(name, PLUGIN_RULE)\n",
+        "            pass\n",
+        (
+            f"{RI}::test_a_pytest_plugin_module_may_not_change",
+            f"{RU}::test_modules_loaded_before_the_tests_are_the_images_and_the_conftests",
         ),
     ),
 )

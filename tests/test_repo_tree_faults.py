@@ -24,6 +24,7 @@ from assay._internal.firewall.materialise import materialise
 from assay._internal.firewall.tarwrite import END_OF_ARCHIVE, header
 from assay._internal.model.task import load_task
 from assay._internal.tiers.repo import load_test_patch
+from assay._internal.tiers.repo_imports import ImportGuard
 from assay._internal.tiers.repo_patch import parse_patch
 from assay._internal.tiers.repo_policy import check_changes
 from assay._internal.tiers.repo_tree import (
@@ -320,7 +321,8 @@ def test_a_change_through_a_link_into_test_dirs_is_judged_under_both_names() -> 
                            ("pkg/lib/x.py", "tests/lib/x.py"),
                            ("extra/conftest_impl.py", "pkg/conf/conftest_impl.py")):  # fmt: skip
         assert alias in aliases([changed], links, task)
-    refusal = check_changes(["pkg/lib/x.py", *aliases(["pkg/lib/x.py"], links, task)], ["tests"])
+    paths = ["pkg/lib/x.py", *aliases(["pkg/lib/x.py"], links, task)]
+    refusal = check_changes(paths, ["tests"], ImportGuard())
     assert refusal is not None and refusal.code == "policy:test-dir"
     assert aliases(["pkg/other.py"], links, task) == []
     # A link back to an ancestor renames nothing: it must not refuse every change of a task.

@@ -24,7 +24,8 @@ from assay._internal.tiers.junit import (
     SURPLUS,
     parse_junit,
 )
-from assay._internal.tiers.repo import load_test_patch
+from assay._internal.tiers.repo import load_test_patch, repo_argv
+from assay._internal.tiers.repo_imports import ImportGuard
 from assay._internal.tiers.repo_patch import (
     MAX_PATCH_BYTES,
     PatchError,
@@ -38,6 +39,8 @@ from assay._internal.tiers.repo_tree import PathConflict, changed_paths, compose
 from assay.errors import TaskError
 
 TESTS = ("tests",)
+FLOOR_GUARD = ImportGuard()
+"""No probe: the workdir root on the path, the fixed floor of names, the root a package root."""
 
 # --- path policy ----------------------------------------------------------------------------
 
@@ -64,10 +67,12 @@ TESTS = ("tests",)
         ("pytest.py", "shadow-module"),
         ("_pytest/main.py", "shadow-module"),
         ("os.cpython-311-x86_64-linux-gnu.so", "shadow-module"),
+        ("__init__.py", "package-root"),
+        ("__init__.cpython-311-x86_64-linux-gnu.so", "package-root"),
     ],
 )
 def test_policy_refuses_naming_the_rule(path: str, rule: str) -> None:
-    refusal = refusal_for(path, TESTS)
+    refusal = refusal_for(path, TESTS, FLOOR_GUARD)
     assert refusal is not None and refusal.rule == rule and refusal.path == path
     assert refusal.code == f"policy:{rule}"
 
@@ -78,13 +83,13 @@ def test_policy_refuses_naming_the_rule(path: str, rule: str) -> None:
      "pkg/tests_helper.py", "json.txt", "tox.ini.md"],
 )  # fmt: skip
 def test_policy_allows_code_under_test(path: str) -> None:
-    assert refusal_for(path, TESTS) is None
+    assert refusal_for(path, TESTS, FLOOR_GUARD) is None
 
 
 def test_policy_test_dirs_are_the_tasks() -> None:
-    assert refusal_for("testing/test_a.py", ("testing",)) is not None
-    assert refusal_for("tests/test_a.py", ("testing",)) is None
-    assert refusal_for("src/pkg/tests/t.py", ("src/pkg/tests",)) is not None
+    assert refusal_for("testing/test_a.py", ("testing",), FLOOR_GUARD) is not None
+    assert refusal_for("tests/test_a.py", ("testing",), FLOOR_GUARD) is None
+    assert refusal_for("src/pkg/tests/t.py", ("src/pkg/tests",), FLOOR_GUARD) is not None
 
 
 def test_caches_are_dropped_not_refused() -> None:
@@ -95,9 +100,9 @@ def test_caches_are_dropped_not_refused() -> None:
 
 
 def test_check_changes_names_the_first_in_sorted_order() -> None:
-    refusal = check_changes(["z.py", "tox.ini", "a/conftest.py"], TESTS)
+    refusal = check_changes(["z.py", "tox.ini", "a/conftest.py"], TESTS, FLOOR_GUARD)
     assert refusal is not None and refusal.path == "a/conftest.py"
-    assert check_changes(["semverlite/version.py"], TESTS) is None
+    assert check_changes(["semverlite/version.py"], TESTS, FLOOR_GUARD) is None
 
 
 # --- test patch -----------------------------------------------------------------------------
@@ -417,7 +422,9 @@ def test_compose_resets_what_the_test_patch_touches(tmp_path: Path) -> None:
     assert (tree / "lib.py").read_text() == "new\n"
     assert (tree / "tests/test_a.py").read_text().startswith("import a\nimport b\n")
     assert (tree / "tests/new.py").read_text() == "x = 1\ny = 2\n"
-    assert (tree / "conftest.py").read_bytes() == (INCONTAINER_COMPAT / "conftest.py").read_bytes()
+    # Nothing of assay's goes into the tree the candidate's files are in (issue 23).
+    assert not (tree / "conftest.py").exists()
+    assert sorted(p.name for p in tree.iterdir()) == ["lib.py", "tests"]
 
 
 def test_compose_refuses_a_file_where_the_repository_has_a_directory(tmp_path: Path) -> None:
@@ -427,3 +434,20 @@ def test_compose_refuses_a_file_where_the_repository_has_a_directory(tmp_path: P
     dest.mkdir()
     with pytest.raises(PathConflict):
         compose(dest, pristine, sub, parse_patch(PATCH), load_task(SEMVER))
+
+
+def test_the_run_registers_assays_plugin_from_outside_the_tree() -> None:
+    argv = repo_argv("/workspace", ("tests/test_a.py::test_one",))
+    assert argv[:3] == ("python3", "-I", "/assay/compat/pytest_main.py")
+    assert "-m" not in argv and argv[-1] == "/workspace/tests/test_a.py::test_one"
+    # The launcher loads the plugin by its path; the plugin imports nothing of pytest itself.
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import pytest_main; "
+        "m = pytest_main.load_plugin(sys.argv[1] + '/conftest.py'); "
+        "print(m.__name__, 'pytest' in sys.modules, sys.modules[m.__name__] is m)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code, str(INCONTAINER_COMPAT)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert out.stdout.split() == ["_assay_compat_plugin", "False", "True"]

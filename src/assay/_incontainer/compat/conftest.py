@@ -1,11 +1,15 @@
-"""The trusted rootdir conftest of the compat tier (T2), mounted read-only at /judge/conftest.py.
+"""The trusted code of the compat tier (T2) in the test process. A plain pytest task mounts it
+read-only at /judge/conftest.py as the rootdir conftest; a repository task registers it as a
+plugin from /assay/compat (`pytest_main.py`), outside the repository's tree.
 
-It is the only thing that puts the candidate on the import path, and it appends: the standard
-library, pytest and the tests' own directory all come before /candidate on sys.path, so a
-candidate json.py, pytest.py or _pytest/ is only ever found after the real one. A standard
-module the image happens to lack (tkinter, lib2to3 on a minimal Debian) is refused outright
-rather than taken from /candidate. It is loaded before any conftest of the task's tests
-(pytest loads conftests from the rootdir down).
+It is the only thing that puts the candidate on the import path. For a plain task it appends:
+the standard library, pytest and the tests' own directory all come before /candidate on
+sys.path, so a candidate json.py, pytest.py or _pytest/ is only ever found after the real one.
+A repository goes first (its tests import it as their checkout); there the host's path policy
+has refused every file that would shadow a module found outside the repository. Either way a
+reserved name (the standard library, pytest's own) resolves only outside the candidate's tree,
+and one the image happens to lack (tkinter, lib2to3 on a minimal Debian) is refused outright.
+It is loaded before any conftest of the task's tests.
 
 In a collect-only run (no candidate mounted) it also writes the collected node ids to
 $ASSAY_COLLECTED, and answers imports of the modules named in $ASSAY_STUB_MODULES with an
@@ -22,13 +26,16 @@ import os
 import sys
 import types
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pytest
+if TYPE_CHECKING:
+    import pytest
 
-# A repository task's code under test is the repository itself, at the environment's workdir,
-# which pytest has already put first on sys.path as the rootdir of this conftest.
-CANDIDATE = os.environ.get("ASSAY_CANDIDATE_DIR") or "/candidate"
+# A repository task's code under test is the repository itself, at the environment's workdir: it
+# goes first on sys.path, as a rootdir conftest's directory would under pytest's prepend mode.
+REPOSITORY = os.environ.get("ASSAY_CANDIDATE_DIR")
+CANDIDATE = REPOSITORY or "/candidate"
+_CANDIDATE_REAL = os.path.realpath(CANDIDATE)
 # Names that must never resolve into /candidate, even where the image lacks the real module.
 RESERVED = frozenset(sys.stdlib_module_names) | {
     "pytest",
@@ -42,6 +49,13 @@ RESERVED = frozenset(sys.stdlib_module_names) | {
 }
 
 
+def _inside_candidate(entry: str) -> bool:
+    # Any directory of the candidate's tree, not only its root: a repository's src/ or a test
+    # directory pytest inserted is as much the candidate's.
+    path = os.path.realpath(entry or ".")
+    return path == _CANDIDATE_REAL or path.startswith(_CANDIDATE_REAL.rstrip("/") + "/")
+
+
 class _ReservedFinder(importlib.abc.MetaPathFinder):
     """Resolves reserved top-level names on sys.path without /candidate, or refuses them."""
 
@@ -50,7 +64,7 @@ class _ReservedFinder(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if path is not None or fullname not in RESERVED:
             return None
-        trusted = [p for p in sys.path if os.path.abspath(p or ".") != CANDIDATE]
+        trusted = [p for p in sys.path if not _inside_candidate(p)]
         spec = importlib.machinery.PathFinder.find_spec(fullname, trusted)
         if spec is None:
             raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
@@ -64,7 +78,9 @@ if os.path.isdir(CANDIDATE):
         len(sys.meta_path),
     )
     sys.meta_path.insert(_at, _ReservedFinder())
-    if CANDIDATE not in sys.path:
+    if REPOSITORY:
+        sys.path.insert(0, CANDIDATE)
+    elif CANDIDATE not in sys.path:
         sys.path.append(CANDIDATE)
 
 

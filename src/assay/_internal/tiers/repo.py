@@ -7,17 +7,19 @@
   policy: a changed path that reaches pytest or Python's start-up without being code under
         test fails the grading naming its rule (`repo_policy`)
   compose (host): pristine + submission; the files the hidden test patch touches are reset to
-        their pristine state (or removed when the patch creates them), the patch is applied
-        exactly (`repo_patch`), and the trusted compat conftest is written at the root
+        their pristine state (or removed when the patch creates them), and the patch is applied
+        exactly (`repo_patch`)
   verify: the compat tier's run (`run_verification`) with the composed tree mounted read-only
-        at the workdir and the FAIL_TO_PASS + PASS_TO_PASS node ids named on the command
-        line; only the JUnit report counts (`repo_results`), never the console.
+        at the workdir, the trusted plugin registered from /assay/compat by its launcher, and
+        the FAIL_TO_PASS + PASS_TO_PASS node ids named on the command line; only the JUnit
+        report counts (`repo_results`), never the console.
 
 The test patch lives under the task's judge/, which no container of the agent ever sees.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from time import monotonic
 
 from assay.errors import TaskError
@@ -25,17 +27,27 @@ from assay.errors import TaskError
 from ..model.task import PytestSpec, Task
 from ..model.testpatch import read_test_patch
 from ..model.verdict import Verdict, build_verdict
-from ..runtime import Bind, ContainerSpec, Limits, Runtime, Scratch
-from ..runtime.scope import GradingScope, new_grading_id
+from ..runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
+from ..runtime.scope import new_grading_id
 from .compat import REPORT, REPORT_BYTES, run_verification
 from .compat_prep import INCONTAINER_COMPAT, PYTEST_ARGV, PYTEST_ENV
 from .controller import Grading, Source
 from .intake import Refused
 from .junit import parse_junit
-from .repo_patch import FilePatch
+from .repo_imports import ImportGuard, PluginScanError, import_guard
+from .repo_patch import FilePatch, PatchError, touched_paths
 from .repo_policy import check_changes
+from .repo_probe import run_probe
 from .repo_results import evaluate, reconcile_exit
-from .repo_tree import PathConflict, aliases, changed_paths, compose, pristine_links, read_pristine
+from .repo_tree import (
+    PathConflict,
+    aliases,
+    changed_paths,
+    compose,
+    patched_test_files,
+    pristine_links,
+    read_pristine,
+)
 
 OUT_BYTES = 8 << 20
 CANDIDATE_ENV = "ASSAY_CANDIDATE_DIR"
@@ -76,11 +88,43 @@ def check_repository(rt: Runtime, task: Task, image: str, grading_id: str | None
         return len(pristine_links(pristine))
 
 
+LAUNCHER = ("python3", "-I", "/assay/compat/pytest_main.py")
+
+
+def guard_for(
+    scope: GradingScope, task: Task, image: str, pristine: Path,
+    patches: tuple[FilePatch, ...], ids: tuple[str, ...],
+) -> ImportGuard:  # fmt: skip
+    """What the image and the pristine tree (with the test patch) load before the tests."""
+    toml = str(task.root / "task.toml")
+    runs = run_probe(scope, task, image)
+    try:
+        patched = patched_test_files(scope.tempdir("repo-probe"), pristine, patches)
+    except PatchError as exc:
+        raise TaskError(toml, f"test patch does not apply: {exc}") from None
+    touched = set(touched_paths(patches))
+    every = {p.relative_to(pristine).as_posix() for p in pristine.rglob("*") if p.is_file()}
+    files = {p for p in every if p not in touched}
+    files |= {p for p in touched if (patched / p).is_file()}
+
+    def read(rel: str) -> bytes:
+        return ((patched if rel in touched else pristine) / rel).read_bytes()
+
+    test_files = {i.split("::", 1)[0] for i in ids} | {p for p in touched if p.endswith(".py")}
+    try:
+        return import_guard(runs, task.workdir, frozenset(files), test_files, read)
+    except PluginScanError as exc:
+        raise TaskError(toml, str(exc)) from None
+
+
 def repo_argv(workdir: str, ids: tuple[str, ...]) -> tuple[str, ...]:
     """The compat tier's pytest command with the repository as rootdir and conftest cut-off,
-    the report on /out, and exactly the listed node ids to run."""
-    head = tuple(workdir if a == "/judge" else a for a in PYTEST_ARGV)
-    return (*head, f"--junitxml=/out/{REPORT}", *(f"{workdir}/{i}" for i in ids))
+    the report on /out, and exactly the listed node ids to run. pytest is started by assay's
+    launcher, which registers the trusted plugin from /assay/compat: nothing of assay's lives
+    in the repository's tree, where the candidate's files could change how it is imported."""
+    assert PYTEST_ARGV[:4] == ("python3", "-I", "-m", "pytest")
+    options = tuple(workdir if a == "/judge" else a for a in PYTEST_ARGV[4:])
+    return (*LAUNCHER, *options, f"--junitxml=/out/{REPORT}", *(f"{workdir}/{i}" for i in ids))
 
 
 def grade_repository(
@@ -97,6 +141,7 @@ def grade_repository(
         t0 = monotonic()
         pristine = read_pristine(scope, task, image)  # a TaskError when the tree is refused
         links = pristine_links(pristine)
+        guard = guard_for(scope, task, image, pristine, patches, ids)
         g.lap("judge_prepare", t0)
 
         # The agent starts from the repository as the image has it at the workdir (tiers.seed),
@@ -105,7 +150,7 @@ def grade_repository(
         if isinstance(taken, Refused):
             return g.fail(taken.reason)
         changed = changed_paths(pristine, taken.files)
-        refusal = check_changes([*changed, *aliases(changed, links, task)], spec.test_dirs)
+        refusal = check_changes([*changed, *aliases(changed, links, task)], spec.test_dirs, guard)
         if refusal is not None:
             return g.fail(refusal.code)
 

@@ -17,7 +17,7 @@ from ..firewall.check import FirewallLimits
 from ..firewall.treelinks import MAX_HOPS, resolve
 from ..model.task import Task
 from ..runtime import ContainerSpec, GradingScope
-from .compat_prep import INCONTAINER_COMPAT, PREP_LIMITS
+from .compat_prep import PREP_LIMITS
 from .intake import Refused, take_from_container
 from .repo_patch import FilePatch, PatchError, apply_patch, touched_paths
 from .repo_policy import is_cache
@@ -50,11 +50,6 @@ def read_pristine(scope: GradingScope, task: Task, image: str) -> Path:
     scope.discard(cid)
     if isinstance(taken, Refused):
         raise TaskError(str(task.root / "task.toml"), _refusal(taken, workdir, entries))
-    if os.path.lexists(taken.files / "conftest.py"):
-        raise TaskError(
-            str(task.root / "task.toml"),
-            f"the repository has a conftest.py at {workdir}; assay's own goes there",
-        )
     return taken.files
 
 
@@ -176,8 +171,8 @@ def _conflict(tree: Path, rel: str, patched: tuple[str, ...]) -> str | None:
 def compose(
     dest: Path, pristine: Path, submission: Path, patches: tuple[FilePatch, ...], task: Task
 ) -> Path:
-    """pristine + submission, the test patch's files reset and the patch applied, the trusted
-    conftest at the root; world-readable for the unprivileged test run."""
+    """pristine + submission, the test patch's files reset and the patch applied;
+    world-readable for the unprivileged test run. Nothing of assay's goes into it."""
     tree = dest / "repo"
     shutil.copytree(pristine, tree, symlinks=True)
     patched = touched_paths(patches)
@@ -214,7 +209,6 @@ def compose(
     except PatchError as exc:
         # Every file it touches was just reset to the task's own, so this is the task's fault.
         raise TaskError(str(task.root / "task.toml"), f"test patch does not apply: {exc}") from None
-    shutil.copyfile(INCONTAINER_COMPAT / "conftest.py", tree / "conftest.py")
     for dirpath, _dirs, names in os.walk(tree):
         os.chmod(dirpath, 0o755)  # noqa: S103 - read-only bind for the unprivileged test run
         for name in names:

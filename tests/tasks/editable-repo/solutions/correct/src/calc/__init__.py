@@ -1,0 +1,5 @@
+"""A tiny calculator."""
+
+
+def add(a: int, b: int) -> int:
+    return a + b
