@@ -25,6 +25,7 @@ from assay._internal.batch.run import (
     load_tasks,
     run_batch,
 )
+from assay._internal.model.diagnostics import Judged
 from assay._internal.model.task import Task
 from assay._internal.model.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
 from assay._internal.runtime import ContainerSpec, GradingScope
@@ -77,7 +78,7 @@ class FakeGrader:
         self.active = 0
         self.max_active = 0
 
-    def __call__(self, task: Task, submission: Path, gid: str) -> Verdict:
+    def __call__(self, task: Task, submission: Path, gid: str) -> Judged:
         with self.lock:
             self.calls.append(submission.name)
             self.started.append(time.monotonic())
@@ -92,7 +93,7 @@ class FakeGrader:
                 raise ZeroDivisionError("division by zero")
             if "gone" in name:
                 raise EngineUnavailableError("lost the Docker engine")
-            return _verdict(task, gid, "good" in name, intake_digest(task, submission))
+            return Judged(_verdict(task, gid, "good" in name, intake_digest(task, submission)))
         finally:
             with self.lock:
                 self.active -= 1
@@ -377,8 +378,8 @@ def test_a_verdict_naming_no_submission_is_graded_again(
     jobs = jobs_from_dir(ADD, subs)
     out = tmp_path / "out"
 
-    def refused(task: Task, submission: Path, gid: str) -> Verdict:
-        return _verdict(task, gid, False, None)  # what a grading the firewall refused signs
+    def refused(task: Task, submission: Path, gid: str) -> Judged:
+        return Judged(_verdict(task, gid, False, None))  # what a grading the firewall refused signs
 
     run_batch(out, jobs, load_tasks(jobs), refused, key, 1)
     again = FakeGrader()
@@ -524,7 +525,7 @@ def test_second_ctrl_c_cancels_running_gradings_and_discards_their_results(
     cancelled: list[str] = []
 
     class Blocking(FakeGrader):
-        def __call__(self, task: Task, submission: Path, gid: str) -> Verdict:
+        def __call__(self, task: Task, submission: Path, gid: str) -> Judged:
             if submission.name != "a-good":
                 released.wait(10)  # a long grading; only cancel() ends it early
             return super().__call__(task, submission, gid)
@@ -686,7 +687,7 @@ class LosingGrader(FakeGrader):
         super().__init__()
         self.gids: dict[str, list[str]] = {}
 
-    def __call__(self, task: Task, submission: Path, gid: str) -> Verdict:
+    def __call__(self, task: Task, submission: Path, gid: str) -> Judged:
         from assay.errors import NodeLostError
 
         seen = self.gids.setdefault(submission.name, [])

@@ -334,12 +334,13 @@ class Session:
 
         source = Source(collect=collect, agent_image=self._agent_image)
         try:
-            verdict, _ = run_tier(
+            judged, _ = run_tier(
                 rt, self.task, source, chosen, self._image, grading_id=self.grading_id
             )
         finally:
             self.close()
-        return Graded(verdict, self._sign(verdict))
+        verdict = judged.verdict
+        return Graded(verdict, self._sign(verdict), diagnostics=judged.diagnostics)
 
 
 def _parts(path: str, root: str) -> list[str]:

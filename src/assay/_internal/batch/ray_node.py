@@ -26,7 +26,6 @@ from typing import Any
 from assay._version import __version__
 from assay.errors import AssayError, InfrastructureError
 
-from ..model.diagnostics import pending
 from ..model.task import Task, load_task
 from ..runtime import Runtime
 from ..runtime.engine import docker_runtime
@@ -109,14 +108,13 @@ def grade_on_node(request: dict[str, str], task_blob: bytes, submission: bytes) 
         path = spool / "submission.tar"
         path.write_bytes(submission)
         rt = _runtime(request["oci_runtime"])
-        verdict, _ = run_tier(
+        judged, _ = run_tier(
             rt, task, Source(path=path), request["tier"],  # type: ignore[arg-type]
             request["image"], grading_id=gid,
         )  # fmt: skip
-        reply["verdict"] = verdict.model_dump_json()
-        explained = pending.take(gid)
-        if explained is not None:  # for the task owner, beside the verdict the driver writes
-            reply["diagnostics"] = explained.to_json().decode()
+        reply["verdict"] = judged.verdict.model_dump_json()
+        if judged.diagnostics is not None:  # for the task owner, beside the driver's verdict
+            reply["diagnostics"] = judged.diagnostics.to_json().decode()
     except AssayError as exc:
         fix = getattr(exc, "fix", None)
         reply["infra"] = f"{type(exc).__name__}: {exc}"
@@ -125,7 +123,6 @@ def grade_on_node(request: dict[str, str], task_blob: bytes, submission: bytes) 
         reply["infra"] = f"internal: {type(exc).__name__}: {exc}"
         reply["fix"] = ""
     finally:
-        pending.take(gid)  # a grading with no verdict: nothing to explain, nothing kept here
         shutil.rmtree(spool, ignore_errors=True)
     return reply
 

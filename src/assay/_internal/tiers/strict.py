@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..firewall.check import FirewallLimits
 from ..firewall.materialise import read_materialised
+from ..model.diagnostics import Judged
 from ..model.strict_json import StrictJSONError, loads_strict
 from ..model.task import Task
-from ..model.verdict import Verdict
 from ..runtime import (
     Bind,
     ContainerSpec,
@@ -173,9 +173,10 @@ def grade_strict(
     image: str,
     grading_id: str | None = None,
     judges: JudgePool | None = None,
-) -> Verdict:
-    """`judges`: borrow a reset judge from this pool instead of starting a fresh one (batch
-    grading only; docs/security.md). The caller must call `judges.finish(gid)` afterwards."""
+) -> Judged:
+    """The verdict with the judge's explanation of the failed cases. `judges`: borrow a reset
+    judge from this pool instead of starting a fresh one (batch grading only;
+    docs/security.md). The caller must call `judges.finish(gid)` afterwards."""
     g = Grading(rt, task, "t3", image, gid=grading_id or new_grading_id())
     lim = task.config.limits
     reasons: list[str] = []
@@ -237,9 +238,10 @@ def grade_strict(
             (inputs / "cases.json").write_bytes(json.dumps(cases).encode())
             (inputs / "cases.json").chmod(0o644)
         except (StrictJSONError, TypeError) as exc:
-            return g.fail("judge:invalid-inputs", [f"judge:{getattr(exc, 'code', 'inputs')}"])
+            why = f"judge:{getattr(exc, 'code', 'inputs')}"
+            return Judged(g.fail("judge:invalid-inputs", [why]))
         if isinstance(taken, Refused):
-            return g.fail(taken.reason)
+            return Judged(g.fail(taken.reason))
         assert cand is not None
 
         t0 = monotonic()
@@ -270,7 +272,7 @@ def grade_strict(
         if task.config.kind == "transform" and not (run.timed_out or run.truncated):
             outputs = transform_outputs(scope, run.stdout, cases, lim.artifact_bytes)
             if isinstance(outputs, Refused):
-                return g.fail(outputs.reason)
+                return Judged(g.fail(outputs.reason))
             rt.put_archive(judge, "/exchange", outputs)
         g.lap("candidate", t0)
 
@@ -298,11 +300,11 @@ def grade_strict(
                 # candidate bytes cannot stop it, so this is no verdict rather than a fail.
                 raise RuntimeError_("the judge's container stopped during compare")
             # A judge that ran and failed may have choked on the candidate's bytes: fail safe.
-            return g.fail("judge:compare-failed")
-        verdict = verdict_from_judge(g.facts(), cmp.stdout, n_cases, reasons)
-        if judges is not None and INVALID_OUTPUT not in verdict.reason_codes:
+            return Judged(g.fail("judge:compare-failed"))
+        judged = verdict_from_judge(g.facts(), cmp.stdout, n_cases, reasons)
+        if judges is not None and INVALID_OUTPUT not in judged.verdict.reason_codes:
             judges.release(g.gid)  # only a judge that behaved to the end serves again
-        return verdict
+        return judged
 
 
 def _how(res: ExecResult) -> str:
