@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from time import monotonic
 
 from assay.errors import UsageError
 
@@ -87,9 +86,8 @@ def grade_compat(
     check_layout(task)
     g = Grading(rt, task, "t2", image, gid=grading_id or new_grading_id())
     with g.scope() as scope:
-        t0 = monotonic()
-        prepared = prepare(scope, task, image)
-        g.lap("judge_prepare", t0)
+        with g.timed("judge_prepare"):
+            prepared = prepare(scope, task, image)
         if isinstance(prepared, Refused):
             return g.fail(prepared.reason)
 
@@ -97,9 +95,8 @@ def grade_compat(
         if isinstance(taken, Refused):
             return g.fail(taken.reason)
 
-        t0 = monotonic()
-        cases, extra = _verify(scope, task, g.task_image, taken, prepared)
-        g.lap("verify", t0)
+        with g.timed("verify"):
+            cases, extra = _verify(scope, task, g.task_image, taken, prepared)
         return build_verdict(g.facts(), cases, len(prepared.expected_ids), extra)
 
 

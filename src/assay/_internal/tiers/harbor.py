@@ -97,11 +97,10 @@ def grade_harbor(
         taken = g.take_submission(scope, source)
         if isinstance(taken, Refused):
             return g.fail(taken.reason)
-        t0 = monotonic()
         # The verifier runs the task's environment image (an imported task always has one,
         # built by `assay build` or on first use), as the agent did.
-        outcome = _verify(scope, task, g.task_image, taken, check_processes)
-        g.lap("verify", t0)
+        with g.timed("verify"):
+            outcome = _verify(scope, task, g.task_image, taken, check_processes)
         return _verdict(g, outcome)
 
 
@@ -239,17 +238,15 @@ def _shared(g: Grading, scope: GradingScope, source: Source) -> Verdict:
     cid = scope.container(spec)
     if task.environment is not None:
         seed_workdir(scope, task, g.task_image, cid)
-    t0 = monotonic()
-    rt.exec(cid, ("sh", "-c", source.agent_cmd), deadline_s=lim.agent_timeout, output_cap=0,
-            workdir=workdir_of(task), capture=False)  # fmt: skip
-    g.lap("agent", t0)
-    t0 = monotonic()
-    rt.put_archive(cid, TESTS, _tests_tar(task.judge_dir / "tests"))
-    rt.exec(cid, TEST_ARGV, deadline_s=lim.total_timeout, output_cap=0,
-            workdir=workdir_of(task), capture=False)  # fmt: skip
-    rt.pause(cid)
-    logs = _read_logs(scope, cid, "after")
-    g.lap("verify", t0)
+    with g.timed("agent"):
+        rt.exec(cid, ("sh", "-c", source.agent_cmd), deadline_s=lim.agent_timeout, output_cap=0,
+                workdir=workdir_of(task), capture=False)  # fmt: skip
+    with g.timed("verify"):
+        rt.put_archive(cid, TESTS, _tests_tar(task.judge_dir / "tests"))
+        rt.exec(cid, TEST_ARGV, deadline_s=lim.total_timeout, output_cap=0,
+                workdir=workdir_of(task), capture=False)  # fmt: skip
+        rt.pause(cid)
+        logs = _read_logs(scope, cid, "after")
     return _verdict(g, logs if isinstance(logs, list) else parse_reward(logs))
 
 
