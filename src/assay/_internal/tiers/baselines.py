@@ -35,16 +35,8 @@ from assay.errors import UsageError
 
 from ..model.task import Task
 from ..model.verdict import CaseResult, CaseStatus, Verdict, build_verdict
-from ..runtime import (
-    ArchiveTooLarge,
-    Bind,
-    ContainerSpec,
-    ExecResult,
-    GradingScope,
-    Limits,
-    Runtime,
-    Scratch,
-)
+from ..runtime import ArchiveTooLarge, Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
+from ..runtime.base import ExecResult
 from ..runtime.scope import new_grading_id
 from .compat_prep import Prepared, check_layout, prepare
 from .controller import Grading, Source
