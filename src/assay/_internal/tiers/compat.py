@@ -44,6 +44,7 @@ from .compat_prep import (
 )
 from .controller import Grading, Source
 from .intake import (
+    Crossing,
     Refused,
     Submission,
     take_from_container,
@@ -167,7 +168,9 @@ def _read_report(scope: GradingScope, cid: str) -> bytes | str:
     archive, and only a regular file named junit.xml is read."""
     limits = FirewallLimits(max_total_bytes=OUT_BYTES, max_file_bytes=OUT_BYTES)
     cap = OUT_BYTES * 2 + (1 << 20)
-    taken = take_from_container(scope, cid, "/out", cap, limits, [REPORT], "out", "report")
+    taken = take_from_container(
+        scope, cid, "/out", cap, Crossing(limits, [REPORT], "out", "report")
+    )
     if isinstance(taken, Refused):
         return OVERSIZE if taken.reason.startswith("limit:") else NO_REPORT
     try:

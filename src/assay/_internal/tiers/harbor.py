@@ -41,7 +41,7 @@ from ..runtime.base import ceilings_hit, stopped_ceilings
 from ..runtime.scope import new_grading_id
 from .controller import Grading, Source
 from .harbor_reward import JSON, MAX_JSON_BYTES, TXT, BadReward, Rewards, parse_reward
-from .intake import Refused, Submission, take_from_container
+from .intake import Crossing, Refused, Submission, take_from_container
 from .seed import seed_workdir
 
 LOGS = "/logs/verifier"
@@ -194,9 +194,8 @@ def _read_logs(scope: GradingScope, cid: str, purpose: str) -> dict[str, bytes] 
     through the firewall: the candidate's code could have written anything there."""
     limits = FirewallLimits(max_total_bytes=LOGS_BYTES, max_file_bytes=LOGS_BYTES)
     cap = LOGS_BYTES * 2 + (1 << 20)
-    taken = take_from_container(
-        scope, cid, LOGS, cap, limits, None, "verifier", f"logs-{purpose}", "reward-firewall"
-    )
+    how = Crossing(limits, None, "verifier", f"logs-{purpose}", "reward-firewall")
+    taken = take_from_container(scope, cid, LOGS, cap, how)
     if isinstance(taken, Refused):
         return ["harbor:reward-unreadable", taken.reason]
     found: dict[str, bytes] = {}

@@ -56,6 +56,19 @@ class AgentRun:
     duration_s: float
 
 
+@dataclass(frozen=True)
+class Crossing:
+    """How one archive crosses the firewall: its limits, the paths it may hold (None: any),
+    the top directory stripped from its names, the name of its temp dirs, and the prefix of a
+    refusal's reason (`judge-firewall` for what a judge left)."""
+
+    limits: FirewallLimits
+    artifacts: Sequence[str] | None
+    strip_prefix: str | None
+    purpose: str
+    rules: str = "firewall"
+
+
 def firewall_limits(task: Task) -> FirewallLimits:
     return FirewallLimits(
         max_total_bytes=task.config.limits.artifact_bytes,
@@ -63,23 +76,16 @@ def firewall_limits(task: Task) -> FirewallLimits:
     )
 
 
-def through_firewall(
-    scope: GradingScope,
-    source: BinaryIO,
-    limits: FirewallLimits,
-    artifacts: Sequence[str] | None,
-    strip_prefix: str | None,
-    purpose: str,
-    rules: str = "firewall",
-) -> Submission | Refused:
-    """`rules`: the reason prefix a refusal gets (`judge-firewall` for what the judge left)."""
-    out_dir = scope.tempdir(f"{purpose}-archive")
+def through_firewall(scope: GradingScope, source: BinaryIO, how: Crossing) -> Submission | Refused:
+    out_dir = scope.tempdir(f"{how.purpose}-archive")
     archive = out_dir / "normalised.tar"
     with archive.open("wb") as sink:
-        result = check(source, sink, limits, artifacts=artifacts, strip_prefix=strip_prefix)
+        result = check(
+            source, sink, how.limits, artifacts=how.artifacts, strip_prefix=how.strip_prefix
+        )
     if isinstance(result, Rejected):
-        return Refused(f"{rules}:{result.rule}", result.member, result.detail)
-    files = scope.tempdir(f"{purpose}-files")
+        return Refused(f"{how.rules}:{result.rule}", result.member, result.detail)
+    files = scope.tempdir(f"{how.purpose}-files")
     files.chmod(0o755)
     with archive.open("rb") as fh:
         materialise(fh, files)
@@ -99,22 +105,14 @@ def spool_from_container(
 
 
 def take_from_container(
-    scope: GradingScope,
-    cid: str,
-    path: str,
-    cap: int,
-    limits: FirewallLimits,
-    artifacts: Sequence[str] | None,
-    strip_prefix: str | None,
-    purpose: str,
-    rules: str = "firewall",
+    scope: GradingScope, cid: str, path: str, cap: int, how: Crossing
 ) -> Submission | Refused:
     """`path` of a (frozen) container, spooled with a raw byte cap, through the firewall."""
-    spooled = spool_from_container(scope, cid, path, cap, purpose)
+    spooled = spool_from_container(scope, cid, path, cap, how.purpose)
     if isinstance(spooled, Refused):
         return spooled
     with spooled.open("rb") as fh:
-        return through_firewall(scope, fh, limits, artifacts, strip_prefix, purpose, rules)
+        return through_firewall(scope, fh, how)
 
 
 def from_path(scope: GradingScope, task: Task, path: Path) -> Submission | Refused:
@@ -123,15 +121,14 @@ def from_path(scope: GradingScope, task: Task, path: Path) -> Submission | Refus
     Nothing is packed first: a directory is streamed into the firewall with only its artifacts'
     data (dirstream), and from a tar only the kept files' data is spooled, so the host writes
     what is kept and no more (docs/firewall.md, "Host writes")."""
-    limits = firewall_limits(task)
     globs = task.config.artifacts
+    how = Crossing(firewall_limits(task), globs, None, "submission")
     if path.is_dir():
-        with DirStream(path, Globs(globs), limits) as stream:
-            source = cast(BinaryIO, stream)
-            return through_firewall(scope, source, limits, globs, None, "submission")
+        with DirStream(path, Globs(globs), how.limits) as stream:
+            return through_firewall(scope, cast(BinaryIO, stream), how)
     if path.is_file():
         with path.open("rb") as fh:
-            return through_firewall(scope, fh, limits, globs, None, "submission")
+            return through_firewall(scope, fh, how)
     raise UsageError(f"--submission {path}: no such file or directory")
 
 
@@ -242,7 +239,6 @@ def collect_agent(
     if timed_out:
         return Refused("limit:agent-time", task.workdir, "the agent ran past its deadline")
     with spooled.open("rb") as fh:
-        sub = through_firewall(
-            scope, fh, firewall_limits(task), task.config.artifacts, _archive_top(task), "agent"
-        )
+        how = Crossing(firewall_limits(task), task.config.artifacts, _archive_top(task), "agent")
+        sub = through_firewall(scope, fh, how)
     return sub

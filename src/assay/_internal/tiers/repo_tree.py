@@ -16,7 +16,7 @@ from ..firewall.check import FirewallLimits
 from ..model.task import Task
 from ..runtime import ContainerSpec, GradingScope
 from .compat_prep import INCONTAINER_COMPAT, PREP_LIMITS
-from .intake import Refused, take_from_container
+from .intake import Crossing, Refused, take_from_container
 from .repo_patch import FilePatch, PatchError, apply_patch, touched_paths
 from .repo_policy import is_cache
 
@@ -36,10 +36,9 @@ def read_pristine(scope: GradingScope, task: Task, image: str) -> Path | Refused
         )
     )  # fmt: skip
     limits = FirewallLimits(max_total_bytes=REPO_BYTES, max_file_bytes=REPO_BYTES)
-    taken = take_from_container(
-        scope, cid, workdir, REPO_BYTES * 2, limits, None, PurePosixPath(workdir).name,
-        "repo-pristine", "judge-firewall",
-    )  # fmt: skip
+    top = PurePosixPath(workdir).name
+    how = Crossing(limits, None, top, "repo-pristine", "judge-firewall")
+    taken = take_from_container(scope, cid, workdir, REPO_BYTES * 2, how)
     scope.discard(cid)
     if isinstance(taken, Refused):
         return taken

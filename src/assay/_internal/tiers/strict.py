@@ -36,7 +36,7 @@ from ..runtime.base import ceilings_hit, stopped_ceilings
 from ..runtime.scope import new_grading_id
 from .controller import Grading, Source
 from .fixedcases import INPUTS
-from .intake import Refused, through_firewall
+from .intake import Crossing, Refused, through_firewall
 from .judge_report import INVALID_OUTPUT, verdict_from_judge
 from .judgespec import HANDOFF, INCONTAINER, judge_spec
 from .overlap import Background
@@ -133,10 +133,10 @@ def transform_outputs(
                 raw = base64.b64decode(rc["output_b64"], validate=True)
             except (binascii.Error, TypeError, KeyError):
                 return Refused("output-firewall:bad-encoding", str(case_id)[:64], "not base64")
-            out = through_firewall(
-                scope, io.BytesIO(raw), FirewallLimits(max_total_bytes=cap), None, None,
-                "output", "output-firewall",
-            )  # fmt: skip
+            how = Crossing(
+                FirewallLimits(max_total_bytes=cap), None, None, "output", "output-firewall"
+            )
+            out = through_firewall(scope, io.BytesIO(raw), how)
             if isinstance(out, Refused):
                 return out
             prefix = f"output/{index[case_id]}"
