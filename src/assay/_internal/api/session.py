@@ -24,6 +24,7 @@ from ..model.task import Task
 from ..model.verdict import Verdict
 from ..runtime import ExecResult as RawExec
 from ..runtime import GradingScope, Runtime, RuntimeError_
+from ..runtime.base import AGENT_UID
 from ..runtime.scope import new_grading_id
 from ..tiers.controller import Source, check_agent_inputs, task_image
 from ..tiers.dispatch import pick_tier, run_tier
@@ -306,7 +307,7 @@ class Session:
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
             info = tarfile.TarInfo(parts[-1])
-            info.size, info.mode, info.uid, info.gid = len(raw), 0o644, 1000, 1000
+            info.size, info.mode, info.uid, info.gid = len(raw), 0o644, AGENT_UID, AGENT_UID
             tf.addfile(info, io.BytesIO(raw))
         try:
             rt.put_archive(cid, parent, buf.getvalue())

@@ -29,7 +29,7 @@ from assay.errors import AssayError, InfrastructureError
 from ..model.task import Task, load_task
 from ..runtime import Runtime
 from ..runtime.engine import docker_runtime
-from ..runtime.scope import TEMP_PREFIX
+from ..runtime.scope import TEMP_PREFIX, grading_tempdir
 from ..tiers.controller import Source
 from ..tiers.dispatch import run_tier
 from .journal import remove_tempdirs
@@ -102,7 +102,7 @@ def grade_on_node(request: dict[str, str], task_blob: bytes, submission: bytes) 
     node = node_name()
     gid = request["grading_id"]
     reply: dict[str, Any] = {"node": node, "assay_version": __version__}
-    spool = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{gid}-submission-"))
+    spool = grading_tempdir(gid, "submission")
     try:
         task = task_on_node(request["task_digest"], task_blob)
         path = spool / "submission.tar"

@@ -32,7 +32,7 @@ from ..model.task import Task, load_task
 from ..model.verdict import Tier
 from ..runtime import ContainerSpec, GradingScope, Runtime
 from ..runtime.observed import ObservedRuntime
-from ..runtime.scope import new_grading_id
+from ..runtime.scope import TEMP_PREFIX, new_grading_id
 from ..tiers.controller import Source
 from ..tiers.dispatch import run_tier
 from ..tiers.judgepool import JudgePool
@@ -193,7 +193,7 @@ def measure_throughput(
     rt: ObservedRuntime, fn: TierFn, task_dir: Path, submission: Path, image: str, jobs: int, n: int
 ) -> tuple[float, int]:
     """Gradings per minute through run_batch (signing and atomic writes included)."""
-    with tempfile.TemporaryDirectory(prefix="assay-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}bench-") as tmp:
         subs = Path(tmp) / "subs"
         for i in range(n):
             dest = subs / f"s{i:04d}"

@@ -13,11 +13,8 @@ nothing), an honest control graded wrongly, a job that errored.
 
 from __future__ import annotations
 
-import glob
-import os
 import secrets
 import socket
-import tempfile
 import threading
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
@@ -39,7 +36,7 @@ from assay.errors import (
 from ..model.task import Task, load_task
 from ..model.verdict import Tier, Verdict
 from ..runtime import Runtime
-from ..runtime.scope import TEMP_PREFIX, new_grading_id
+from ..runtime.scope import grading_tempdirs, new_grading_id
 from ..tiers.baselines import BaselineOptions, BaselineRun
 from ..tiers.controller import Source
 from ..tiers.dispatch import TIERS, run_tier, tiers_for
@@ -251,8 +248,7 @@ def _stop_category(reasons: Sequence[str]) -> str:
 
 def _leftovers(rt: Runtime, gid: str) -> list[str]:
     found = list(rt.leftovers(gid))
-    pattern = os.path.join(tempfile.gettempdir(), f"{TEMP_PREFIX}{gid}-*")
-    found += [f"tempdir:{os.path.basename(p)}" for p in glob.glob(pattern)]
+    found += [f"tempdir:{p.name}" for p in grading_tempdirs(gid)]
     return found
 
 

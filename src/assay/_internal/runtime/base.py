@@ -17,7 +17,10 @@ from assay.errors import AssayError, InfrastructureError
 
 LABEL = "assay.grading"
 ROLE_LABEL = "assay.role"
-UNPRIVILEGED_USER = "1000:1000"
+AGENT_UID = 1000
+"""The uid (and gid) every container of a grading runs its processes as: agent, candidate,
+judge; files handed to the agent are owned by it."""
+UNPRIVILEGED_USER = f"{AGENT_UID}:{AGENT_UID}"
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from .base import CensusUnavailable, ContainerSpec, Limits, Runtime, Scratch
+from .base import AGENT_UID, CensusUnavailable, ContainerSpec, Limits, Runtime, Scratch
 from .scope import GradingScope
 
 Check = Callable[[Runtime, str], None]
@@ -49,7 +49,7 @@ def check_runs_as_non_root(rt: Runtime, image: str) -> None:
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         r = rt.exec(cid, ("id", "-u"), deadline_s=30, output_cap=1024)
-        assert r.stdout.strip() == b"1000", r
+        assert r.stdout.strip() == str(AGENT_UID).encode(), r
 
 
 def check_deadline_stops_exec(rt: Runtime, image: str) -> None:

@@ -36,7 +36,7 @@ from assay.errors import UsageError
 from ..model.task import Task
 from ..model.verdict import CaseResult, CaseStatus, Verdict, build_verdict
 from ..runtime import ArchiveTooLarge, Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
-from ..runtime.base import ExecResult
+from ..runtime.base import AGENT_UID, ExecResult
 from ..runtime.scope import new_grading_id
 from .compat_prep import Prepared, check_layout, prepare
 from .controller import Grading, Source
@@ -55,7 +55,6 @@ TEST_COMMAND: dict[BaselineTier, tuple[str, ...]] = {
     "t0": ("bash", "-lc", "pytest -rA"),
     "t1": ("bash", "-lc", "pytest"),
 }
-RUNNER_UID = 1000
 NO_VERDICT = "baseline:no-verdict"
 
 # SWE-bench's pytest log parser (swebench/harness/log_parsers): statuses it knows, and what counts.
@@ -299,7 +298,7 @@ class _Finder:
 def _owned(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
     if "__pycache__" in info.name.split("/"):
         return None
-    info.uid = info.gid = RUNNER_UID
+    info.uid = info.gid = AGENT_UID
     info.uname = info.gname = ""
     return info
 

@@ -15,14 +15,13 @@ from assay.errors import TaskError
 from ..firewall.check import FirewallLimits
 from ..model.task import Task
 from ..runtime import ContainerSpec, GradingScope
+from ..runtime.base import AGENT_UID
 from .compat_prep import INCONTAINER_COMPAT, PREP_LIMITS
 from .intake import Crossing, Refused, take_from_container
 from .repo_patch import FilePatch, PatchError, apply_patch, touched_paths
 from .repo_policy import is_cache
 
 REPO_BYTES = 256 << 20
-AGENT_UID = 1000
-"""The agent's user on every tier; the repository it starts from is its own."""
 
 
 def read_pristine(scope: GradingScope, task: Task, image: str) -> Path | Refused:
