@@ -25,7 +25,8 @@ from assay._internal.batch.run import (
     load_tasks,
     run_batch,
 )
-from assay._internal.model.diagnostics import Judged
+from assay._internal.model.diagnostics import CaseDiagnostic, Diagnostics, Judged
+from assay._internal.model.diagnostics import load as load_diagnostics
 from assay._internal.model.task import Task
 from assay._internal.model.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
 from assay._internal.runtime import ContainerSpec, GradingScope
@@ -250,6 +251,31 @@ def test_second_run_skips_finished_and_retries_errors(
     assert {p.name: p.read_bytes() for p in out.glob("*.dsse.json")} == before
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["passed"], summary["failed"], summary["errors"]) == (1, 1, 1)
+
+
+class ExplainingGrader(FakeGrader):
+    """Fails 'bad' submissions with their cases explained, as the strict tier returns them."""
+
+    def __call__(self, task: Task, submission: Path, gid: str) -> Judged:
+        judged = super().__call__(task, submission, gid)
+        if judged.verdict.passed:
+            return judged
+        case = CaseDiagnostic(id="c0", reason="compare:mismatch", expected="3", actual="-1")
+        return Judged(judged.verdict, Diagnostics(grading_id=gid, cases=[case]))
+
+
+def test_the_diagnostics_a_grading_returns_are_written_beside_its_verdict(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    subs = _subs(tmp_path, "s1-good", "s2-bad")
+    jobs = jobs_from_dir(ADD, subs)
+    out = tmp_path / "out"
+    _run(out, jobs, ExplainingGrader(), key)
+    v = verify_envelope((out / "s2-bad.dsse.json").read_bytes(), key.public_key())
+    explained = load_diagnostics((out / "s2-bad.diag.json").read_bytes())
+    assert explained is not None and explained.grading_id == v.grading_id
+    assert [(c.id, c.expected, c.actual) for c in explained.cases] == [("c0", "3", "-1")]
+    assert not (out / "s1-good.diag.json").exists()
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "other-key", "symlink"])
