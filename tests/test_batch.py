@@ -25,6 +25,8 @@ from assay._internal.batch.run import (
     load_tasks,
     run_batch,
 )
+from assay._internal.model.diagnostics import CaseDiagnostic, Diagnostics, Judged
+from assay._internal.model.diagnostics import load as load_diagnostics
 from assay._internal.model.task import Task
 from assay._internal.model.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
 from assay._internal.runtime import ContainerSpec, GradingScope
@@ -77,7 +79,7 @@ class FakeGrader:
         self.active = 0
         self.max_active = 0
 
-    def __call__(self, task: Task, submission: Path, gid: str) -> Verdict:
+    def __call__(self, task: Task, submission: Path, gid: str) -> Judged:
         with self.lock:
             self.calls.append(submission.name)
             self.started.append(time.monotonic())
@@ -92,7 +94,7 @@ class FakeGrader:
                 raise ZeroDivisionError("division by zero")
             if "gone" in name:
                 raise EngineUnavailableError("lost the Docker engine")
-            return _verdict(task, gid, "good" in name, intake_digest(task, submission))
+            return Judged(_verdict(task, gid, "good" in name, intake_digest(task, submission)))
         finally:
             with self.lock:
                 self.active -= 1
@@ -251,6 +253,31 @@ def test_second_run_skips_finished_and_retries_errors(
     assert (summary["passed"], summary["failed"], summary["errors"]) == (1, 1, 1)
 
 
+class ExplainingGrader(FakeGrader):
+    """Fails 'bad' submissions with their cases explained, as the strict tier returns them."""
+
+    def __call__(self, task: Task, submission: Path, gid: str) -> Judged:
+        judged = super().__call__(task, submission, gid)
+        if judged.verdict.passed:
+            return judged
+        case = CaseDiagnostic(id="c0", reason="compare:mismatch", expected="3", actual="-1")
+        return Judged(judged.verdict, Diagnostics(grading_id=gid, cases=[case]))
+
+
+def test_the_diagnostics_a_grading_returns_are_written_beside_its_verdict(
+    tmp_path: Path, key: Ed25519PrivateKey
+) -> None:
+    subs = _subs(tmp_path, "s1-good", "s2-bad")
+    jobs = jobs_from_dir(ADD, subs)
+    out = tmp_path / "out"
+    _run(out, jobs, ExplainingGrader(), key)
+    v = verify_envelope((out / "s2-bad.dsse.json").read_bytes(), key.public_key())
+    explained = load_diagnostics((out / "s2-bad.diag.json").read_bytes())
+    assert explained is not None and explained.grading_id == v.grading_id
+    assert [(c.id, c.expected, c.actual) for c in explained.cases] == [("c0", "3", "-1")]
+    assert not (out / "s1-good.diag.json").exists()
+
+
 @pytest.mark.parametrize("damage", ["truncate", "flip", "other-key", "symlink"])
 def test_a_verdict_that_does_not_verify_is_graded_again(
     tmp_path: Path, key: Ed25519PrivateKey, damage: str
@@ -377,8 +404,8 @@ def test_a_verdict_naming_no_submission_is_graded_again(
     jobs = jobs_from_dir(ADD, subs)
     out = tmp_path / "out"
 
-    def refused(task: Task, submission: Path, gid: str) -> Verdict:
-        return _verdict(task, gid, False, None)  # what a grading the firewall refused signs
+    def refused(task: Task, submission: Path, gid: str) -> Judged:
+        return Judged(_verdict(task, gid, False, None))  # what a grading the firewall refused signs
 
     run_batch(out, jobs, load_tasks(jobs), refused, key, 1)
     again = FakeGrader()
@@ -524,7 +551,7 @@ def test_second_ctrl_c_cancels_running_gradings_and_discards_their_results(
     cancelled: list[str] = []
 
     class Blocking(FakeGrader):
-        def __call__(self, task: Task, submission: Path, gid: str) -> Verdict:
+        def __call__(self, task: Task, submission: Path, gid: str) -> Judged:
             if submission.name != "a-good":
                 released.wait(10)  # a long grading; only cancel() ends it early
             return super().__call__(task, submission, gid)
@@ -686,7 +713,7 @@ class LosingGrader(FakeGrader):
         super().__init__()
         self.gids: dict[str, list[str]] = {}
 
-    def __call__(self, task: Task, submission: Path, gid: str) -> Verdict:
+    def __call__(self, task: Task, submission: Path, gid: str) -> Judged:
         from assay.errors import NodeLostError
 
         seen = self.gids.setdefault(submission.name, [])

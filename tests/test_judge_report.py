@@ -7,7 +7,7 @@ from helpers.verdicts import facts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay._internal.model.diagnostics import pending, printable
+from assay._internal.model.diagnostics import printable
 from assay._internal.tiers.judge_report import (
     INVALID_OUTPUT,
     JudgeReportError,
@@ -38,18 +38,20 @@ def test_valid_report_with_reasons_parses() -> None:
 
 
 def test_valid_report_becomes_a_pass_through_the_controller() -> None:
-    v = verdict_from_judge(facts(), GOOD, expected_case_count=2)
+    v = verdict_from_judge(facts(), GOOD, expected_case_count=2).verdict
     assert (v.passed, v.score) == (True, 1.0)
 
 
 def test_judge_reasons_fail_the_verdict() -> None:
-    v = verdict_from_judge(facts(), _report(reasons=["compare:mismatch"]), expected_case_count=1)
+    v = verdict_from_judge(
+        facts(), _report(reasons=["compare:mismatch"]), expected_case_count=1
+    ).verdict
     assert v.passed is False
     assert v.reason_codes == ["compare:mismatch"]
 
 
 def test_fewer_cases_than_the_task_declares_fail() -> None:
-    v = verdict_from_judge(facts(), GOOD, expected_case_count=3)
+    v = verdict_from_judge(facts(), GOOD, expected_case_count=3).verdict
     assert v.passed is False
     assert "cases:count-mismatch" in v.reason_codes
 
@@ -160,7 +162,7 @@ def test_bad_report_is_rejected_specifically(raw: bytes, detail: str, match: str
     with pytest.raises(JudgeReportError, match=match) as info:
         parse_judge_report(raw)
     assert info.value.detail == detail
-    v = verdict_from_judge(facts(), raw, expected_case_count=1)
+    v = verdict_from_judge(facts(), raw, expected_case_count=1).verdict
     assert (v.passed, v.score) == (False, 0.0)
     assert v.reason_codes[:2] == [INVALID_OUTPUT, f"judge:{detail}"]
 
@@ -187,7 +189,7 @@ def test_judge_cannot_set_controller_owned_fields(field: str) -> None:
     with pytest.raises(JudgeReportError, match=f"controller-owned field.*{field}") as info:
         parse_judge_report(raw)
     assert info.value.detail == "controller-field"
-    assert verdict_from_judge(facts(), raw, 1).passed is False
+    assert verdict_from_judge(facts(), raw, 1).verdict.passed is False
 
 
 def test_byte_cap_applies_before_any_decoding() -> None:
@@ -218,7 +220,7 @@ def test_mutated_reports_never_raise_out_of_the_controller(data: st.DataObject) 
     for _ in range(data.draw(st.integers(1, 4))):
         pos = data.draw(st.integers(0, len(raw) - 1))
         raw[pos] = data.draw(st.integers(0, 255))
-    v = verdict_from_judge(facts(), bytes(raw), expected_case_count=2)
+    v = verdict_from_judge(facts(), bytes(raw), expected_case_count=2).verdict
     if v.passed:
         # Only a mutation that still yields two distinct passing cases may pass.
         report = parse_judge_report(bytes(raw))
@@ -228,7 +230,7 @@ def test_mutated_reports_never_raise_out_of_the_controller(data: st.DataObject) 
 
 @given(st.binary(max_size=256))
 def test_arbitrary_bytes_never_raise_out_of_the_controller(raw: bytes) -> None:
-    v = verdict_from_judge(facts(), raw, expected_case_count=1)
+    v = verdict_from_judge(facts(), raw, expected_case_count=1).verdict
     assert v.passed is False
 
 
@@ -243,20 +245,20 @@ def test_hostile_key_names_are_escaped_in_messages() -> None:
         parse_judge_report(dup)
 
 
-# -- diagnostics: kept beside the verdict, never able to change it ------------------------------
+# -- diagnostics: returned beside the verdict, never able to change it ------------------------------
 
 FAILED = [{"id": "c1", "status": "fail", "duration_s": 0.01}]
 DIAG = {"id": "c1", "reason": "compare:mismatch", "expected": "4\n", "actual": "<b>5\n"}
 
 
-def test_diagnostics_are_kept_for_the_owner_under_the_grading_id() -> None:
+def test_diagnostics_are_returned_for_the_owner_under_the_grading_id() -> None:
     raw = json.dumps({"cases": FAILED, "reasons": ["compare:mismatch"], "diagnostics": [DIAG]})
-    v = verdict_from_judge(facts(grading_id="g-diag-kept"), raw.encode(), expected_case_count=1)
+    judged = verdict_from_judge(facts(grading_id="g-diag-kept"), raw.encode(), 1)
+    v, kept = judged.verdict, judged.diagnostics
     assert not v.passed and v.reason_codes == ["compare:mismatch"]
     assert "diagnostics" not in v.model_dump() and "<b>5" not in v.model_dump_json()
-    kept = pending.take("g-diag-kept")
-    assert kept is not None and kept.cases[0].actual == "<b>5\n"
-    assert pending.take("g-diag-kept") is None  # taken once
+    assert kept is not None and kept.grading_id == "g-diag-kept"
+    assert kept.cases[0].actual == "<b>5\n"
 
 
 @pytest.mark.parametrize(
@@ -271,9 +273,10 @@ def test_diagnostics_are_kept_for_the_owner_under_the_grading_id() -> None:
 )
 def test_bad_diagnostics_are_dropped_and_the_verdict_stands(bad: object) -> None:
     raw = json.dumps({"cases": FAILED, "reasons": ["compare:mismatch"], "diagnostics": bad})
-    v = verdict_from_judge(facts(grading_id="g-diag-bad"), raw.encode(), expected_case_count=1)
+    judged = verdict_from_judge(facts(grading_id="g-diag-bad"), raw.encode(), 1)
+    v = judged.verdict
     assert v.reason_codes == ["compare:mismatch"] and INVALID_OUTPUT not in v.reason_codes
-    assert pending.take("g-diag-bad") is None
+    assert judged.diagnostics is None
 
 
 def test_printable_escapes_what_could_steer_a_terminal() -> None:

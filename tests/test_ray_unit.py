@@ -16,7 +16,7 @@ from assay._internal.batch.ray_cluster import (
     pack_submission,
     token_configured,
 )
-from assay._internal.model.diagnostics import CaseDiagnostic, Diagnostics, pending
+from assay._internal.model.diagnostics import CaseDiagnostic, Diagnostics
 from assay._internal.model.task import Task, load_task
 from assay._internal.model.verdict import CaseResult, ControllerFacts, Verdict, build_verdict
 from assay._version import __version__
@@ -85,18 +85,19 @@ def test_a_node_may_only_answer_for_its_own_grading() -> None:
     backend = RayBackend({task.id: "t3"}, "img")
     digest = "sha256:" + "1" * 64
     good = _verdict(task, GID, True, digest)
-    assert backend._verdict(_reply(good), task, GID, digest) == good
+    assert backend._judged(_reply(good), task, GID, digest).verdict == good
     cases = {
         "grading id": _verdict(task, "g-" + "b" * 16, True, digest),
         "submission digest": _verdict(task, GID, True, "sha256:" + "2" * 64),
     }
     for what, lie in cases.items():
         with pytest.raises(InfrastructureError, match=what):
-            backend._verdict(_reply(lie), task, GID, digest)
+            backend._judged(_reply(lie), task, GID, digest)
     # The firewall refuses the bytes sent: no verdict of them may pass.
     with pytest.raises(InfrastructureError, match="submission digest"):
-        backend._verdict(_reply(_verdict(task, GID, True, None)), task, GID, None)
-    assert not backend._verdict(_reply(_verdict(task, GID, False, None)), task, GID, None).passed
+        backend._judged(_reply(_verdict(task, GID, True, None)), task, GID, None)
+    failed = backend._judged(_reply(_verdict(task, GID, False, None)), task, GID, None)
+    assert not failed.verdict.passed
 
 
 def test_a_nodes_diagnostics_reach_the_driver_only_for_its_own_grading() -> None:
@@ -108,12 +109,12 @@ def test_a_nodes_diagnostics_reach_the_driver_only_for_its_own_grading() -> None
         case = CaseDiagnostic(id="c1", reason="compare:mismatch", expected="5", actual="6")
         return Diagnostics(grading_id=gid, cases=[case]).to_json().decode()
 
-    backend._verdict(_reply(v, diagnostics=explained(GID)), task, GID, None)
-    kept = pending.take(GID)
-    assert kept is not None and kept.cases[0].actual == "6"
-    backend._verdict(_reply(v, diagnostics=explained("g-" + "c" * 16)), task, GID, None)
-    backend._verdict(_reply(v, diagnostics="{not json"), task, GID, None)
-    assert pending.take(GID) is None and pending.take("g-" + "c" * 16) is None
+    kept = backend._judged(_reply(v, diagnostics=explained(GID)), task, GID, None).diagnostics
+    assert kept is not None and kept.grading_id == GID and kept.cases[0].actual == "6"
+    other = _reply(v, diagnostics=explained("g-" + "c" * 16))
+    assert backend._judged(other, task, GID, None).diagnostics is None
+    bad = _reply(v, diagnostics="{not json")
+    assert backend._judged(bad, task, GID, None).diagnostics is None
 
 
 def test_a_node_reply_that_is_not_a_valid_verdict_is_no_verdict() -> None:
@@ -128,12 +129,12 @@ def test_a_node_reply_that_is_not_a_valid_verdict_is_no_verdict() -> None:
     }
     for what, payload in bad.items():
         with pytest.raises(InfrastructureError, match="no valid verdict"):
-            backend._verdict({**_reply(v), "verdict": payload}, task, GID, None)
+            backend._judged({**_reply(v), "verdict": payload}, task, GID, None)
         assert what
     with pytest.raises(InfrastructureError, match=r"runs assay 0\.0\.0"):
-        backend._verdict({**_reply(v), "assay_version": "0.0.0"}, task, GID, None)
+        backend._judged({**_reply(v), "assay_version": "0.0.0"}, task, GID, None)
     with pytest.raises(InfrastructureError, match=r"on node host/abc: .*image") as err:
-        backend._verdict(
+        backend._judged(
             {"node": "host/abc", "assay_version": __version__,
              "infra": "base image 'x' is not on this Docker engine", "fix": "docker load"},
             task, GID, None,

@@ -29,10 +29,10 @@ def semver(docker_runtime: DockerRuntime) -> Task:
 
 def grade(rt: DockerRuntime, image: str, task: Task, submission: str) -> Verdict:
     gid = new_grading_id()
-    verdict, _ = run_tier(rt, task, Source(path=task.root / submission), "t2", image,
-                          grading_id=gid)  # fmt: skip
+    judged, _ = run_tier(rt, task, Source(path=task.root / submission), "t2", image,
+                         grading_id=gid)  # fmt: skip
     assert rt.leftovers(gid) == [], "the grading left something behind"
-    return verdict
+    return judged.verdict
 
 
 def test_correct_patch_passes(docker_runtime, base_image, semver) -> None:  # type: ignore[no-untyped-def]

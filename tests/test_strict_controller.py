@@ -72,7 +72,7 @@ def run(
 ) -> tuple[FakeRuntime, object]:
     rt = FakeRuntime(programs={"python3": script})
     sub = submission or EXAMPLES / "add/solutions/correct"
-    verdict = grade_strict(rt, task, Source(path=sub), "img")
+    verdict = grade_strict(rt, task, Source(path=sub), "img").verdict
     assert rt.leftovers() == [], "the grading left containers behind"
     return rt, verdict
 
@@ -221,13 +221,13 @@ def test_image_digests_name_each_role_and_the_image_it_ran() -> None:
     assert v.image_digests == {"judge": img, "candidate": img}  # type: ignore[attr-defined]
 
     rt = FakeRuntime(programs={"python3": Script(), "sh": lambda c, a, e: (0, b"", b"")})
-    agent = grade_strict(rt, TASK, Source(agent_cmd="true"), "img")
+    agent = grade_strict(rt, TASK, Source(agent_cmd="true"), "img").verdict
     assert agent.image_digests == {"agent": img, "judge": img, "candidate": img}
 
     pool = JudgePool(rt)  # a judge the pool created, not the grading's scope, is recorded too
     try:
         for gid in ("g-0000000000000001", "g-0000000000000002"):
-            pooled = grade_strict(rt, TASK, Source(path=SOLUTION), "img", gid, judges=pool)
+            pooled = grade_strict(rt, TASK, Source(path=SOLUTION), "img", gid, judges=pool).verdict
             pool.finish(gid)
             assert pooled.image_digests == {"judge": img, "candidate": img}
         assert pool.reused == 1
@@ -253,6 +253,6 @@ def test_agent_that_cannot_be_frozen_names_the_ceiling_it_hit(oom: bool, reason:
         return 137, b"", b""
 
     rt = FakeRuntime(programs={"python3": Script(), "sh": agent})
-    v = grade_strict(rt, TASK, Source(agent_cmd="true"), "img")
+    v = grade_strict(rt, TASK, Source(agent_cmd="true"), "img").verdict
     assert not v.passed and reason in v.reason_codes, v.reason_codes
     assert rt.leftovers() == []

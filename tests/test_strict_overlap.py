@@ -63,7 +63,7 @@ def _source(tmp: Path, text: str = "def add(a, b):\n    return a + b\n") -> Sour
 def test_runner_starts_only_after_the_inputs_exist(tmp_path: Path) -> None:
     judge = Judge()
     rt = FakeRuntime({"python3": judge})
-    v = grade_strict(rt, load_task(GEN), _source(tmp_path), "img")
+    v = grade_strict(rt, load_task(GEN), _source(tmp_path), "img").verdict
     assert v.passed, v.reason_codes
     assert judge.runner_saw_inputs == [True]
     assert {"judge_prepare", "candidate_start", "candidate", "judge_compare"} <= set(v.timings)
@@ -99,7 +99,7 @@ def test_refused_submission_starts_no_candidate(tmp_path: Path) -> None:
     rt.create = create  # type: ignore[method-assign]
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "solution.py").symlink_to("/etc/passwd")
-    v = grade_strict(rt, load_task(GEN), Source(path=tmp_path / "sub"), "img")
+    v = grade_strict(rt, load_task(GEN), Source(path=tmp_path / "sub"), "img").verdict
     assert not v.passed and any(r.startswith("firewall:") for r in v.reason_codes)
     assert created == ["judge"]
     assert rt.leftovers() == []

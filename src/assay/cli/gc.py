@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import click
 
 from assay._internal.runtime.engine import docker_runtime
-from assay._internal.runtime.scope import TEMP_PREFIX
+from assay._internal.runtime.scope import grading_tempdirs
 from assay.errors import AssayError
 
 from .common import exit_codes
 
 
 def _temp_dirs(gid: str | None) -> list[Path]:
-    pattern = f"{TEMP_PREFIX}{gid}-*" if gid else f"{TEMP_PREFIX}g-*"
-    return sorted(p for p in Path(tempfile.gettempdir()).glob(pattern) if p.is_dir())
+    return [p for p in grading_tempdirs(gid) if p.is_dir()]
 
 
 @click.command("gc")

@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from assay._internal.runtime.base import ContainerSpec, Limits, Runtime, Scratch
+from assay._internal.runtime.base import AGENT_UID, ContainerSpec, Limits, Runtime, Scratch
 from assay._internal.runtime.scope import GradingScope
 from assay.errors import ArchiveTooLargeError, CensusUnavailableError
 
@@ -82,7 +82,7 @@ def check_runs_as_non_root(rt: Runtime, image: str) -> None:
     with GradingScope(rt, gid) as scope:
         cid = scope.container(_spec(image, gid))
         r = rt.exec(cid, ("id", "-u"), deadline_s=30, output_cap=1024)
-        _require(r.stdout.strip() == b"1000", r)
+        _require(r.stdout.strip() == str(AGENT_UID).encode(), r)
 
 
 def check_deadline_stops_exec(rt: Runtime, image: str) -> None:

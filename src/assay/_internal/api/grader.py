@@ -30,7 +30,7 @@ from ..batch.run import (
     Job as BatchJob,
 )
 from ..environment import ensure_environment
-from ..model.diagnostics import pending
+from ..model.diagnostics import Judged
 from ..model.task import Task, load_task
 from ..model.verdict import Tier, Verdict
 from ..runtime import Runtime
@@ -143,14 +143,14 @@ class Grader:
         gid = new_grading_id()
         try:
             with as_source(submission, loaded, gid) as source:
-                verdict, _ = run_tier(
+                judged, _ = run_tier(
                     rt, loaded, source, chosen, self.image, grading_id=gid, judges=judges
                 )
         finally:
             if judges is not None:
                 judges.finish(gid)
-        envelope = sign_verdict(verdict, self._private_key)
-        return Graded(verdict, envelope, diagnostics=pending.take(verdict.grading_id))
+        envelope = sign_verdict(judged.verdict, self._private_key)
+        return Graded(judged.verdict, envelope, diagnostics=judged.diagnostics)
 
     def build(self, task: TaskLike) -> str | None:
         """Build the task's `[environment]` image unless an unchanged build context already
@@ -343,13 +343,13 @@ def batch_grader(
     """One grading of a batch: on the task's tier, with a judge from `judges` if given; the
     grading's call timings are dropped from `rt` when it ends."""
 
-    def grade(task: Task, submission: Submission, gid: str) -> Verdict:
+    def grade(task: Task, submission: Submission, gid: str) -> Judged:
         try:
             with as_source(submission, task, gid) as source:
-                verdict, _ = run_tier(
+                judged, _ = run_tier(
                     rt, task, source, tiers[task.id], image, grading_id=gid, judges=judges
                 )
-            return verdict
+            return judged
         finally:
             if judges is not None:
                 judges.finish(gid)

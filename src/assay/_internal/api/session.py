@@ -24,6 +24,7 @@ from ..model.task import Task
 from ..model.verdict import Verdict
 from ..runtime import ExecResult as RawExec
 from ..runtime import GradingScope, Runtime
+from ..runtime.base import AGENT_UID
 from ..runtime.scope import new_grading_id
 from ..tiers.controller import Source, check_agent_inputs, task_image
 from ..tiers.dispatch import pick_tier, run_tier
@@ -311,7 +312,7 @@ class Session:
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
             info = tarfile.TarInfo(parts[-1])
-            info.size, info.mode, info.uid, info.gid = len(raw), 0o644, 1000, 1000
+            info.size, info.mode, info.uid, info.gid = len(raw), 0o644, AGENT_UID, AGENT_UID
             tf.addfile(info, io.BytesIO(raw))
         try:
             rt.put_archive(cid, parent, buf.getvalue())
@@ -343,12 +344,13 @@ class Session:
 
         source = Source(collect=collect, agent_image=self._agent_image)
         try:
-            verdict, _ = run_tier(
+            judged, _ = run_tier(
                 rt, self.task, source, chosen, self._image, grading_id=self.grading_id
             )
         finally:
             self.close()
-        return Graded(verdict, self._sign(verdict))
+        verdict = judged.verdict
+        return Graded(verdict, self._sign(verdict), diagnostics=judged.diagnostics)
 
 
 def _parts(path: str, root: str) -> list[str]:

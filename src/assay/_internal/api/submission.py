@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from assay.errors import UsageError
 
 from ..firewall.mapping import write_mapping_tar
 from ..model.task import Task
-from ..runtime.scope import TEMP_PREFIX
+from ..runtime.scope import grading_tempdir
 from ..tiers.controller import Source
 
 _COPY_CHUNK = 1 << 20
@@ -58,7 +57,7 @@ def as_source(submission: Submission, task: Task, grading_id: str) -> Iterator[S
     if isinstance(submission, str | os.PathLike):
         yield Source(path=Path(submission))
         return
-    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{grading_id}-submission-"))
+    tmp = grading_tempdir(grading_id, "submission")
     try:
         spooled = tmp / "submission.tar"
         with spooled.open("xb") as sink:

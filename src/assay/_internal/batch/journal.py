@@ -35,7 +35,7 @@ from ..firewall.check import Accepted, check
 from ..model.strict_json import StrictJSONError, loads_strict
 from ..model.task import Task
 from ..model.verdict import Verdict
-from ..runtime.scope import TEMP_PREFIX
+from ..runtime.scope import grading_tempdirs
 from ..signing.dsse import MAX_ENVELOPE_BYTES
 from ..signing.sign import VerificationError, verify_envelope
 from ..tiers.intake import firewall_limits
@@ -181,7 +181,7 @@ def unfinished_gradings(log: Path) -> list[str]:
 
 def remove_tempdirs(grading_id: str) -> None:
     """The host temp dirs a killed grading's scope never got to remove."""
-    for path in Path(tempfile.gettempdir()).glob(f"{TEMP_PREFIX}{grading_id}-*"):
+    for path in grading_tempdirs(grading_id):
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
 

@@ -32,7 +32,7 @@ from ..firewall.check import Accepted, check
 from ..firewall.mapping import write_mapping_tar
 from ..model import diagnostics as diag
 from ..model.task import Task
-from ..model.verdict import Tier, Verdict
+from ..model.verdict import Tier
 from ..signing.sign import VerificationError, verdict_from_json
 from ..tiers.intake import firewall_limits
 from . import ray_node
@@ -229,7 +229,7 @@ class RayBackend:
                 self._task_refs[task.digest] = ray.put(pack_tree(task.root))
             return self._task_refs[task.digest]
 
-    def grade(self, task: Task, submission: object, gid: str) -> Verdict:
+    def grade(self, task: Task, submission: object, gid: str) -> diag.Judged:
         blob = pack_submission(task, submission)
         request = {
             "grading_id": gid,
@@ -249,7 +249,7 @@ class RayBackend:
                 self._running.pop(gid, None)
         with self._lock:
             self._nodes[gid] = str(reply.get("node", "?"))[:200]
-        return self._verdict(reply, task, gid, expected_digest(task, blob))
+        return self._judged(reply, task, gid, expected_digest(task, blob))
 
     def facts(self, gid: str) -> dict[str, Any]:
         """What the journal records about a grading beside its verdict: the node it ran on."""
@@ -288,7 +288,9 @@ class RayBackend:
             raise InfrastructureError(f"grading {gid}: a node replied with no result")
         return reply
 
-    def _verdict(self, reply: dict[str, Any], task: Task, gid: str, digest: str | None) -> Verdict:
+    def _judged(
+        self, reply: dict[str, Any], task: Task, gid: str, digest: str | None
+    ) -> diag.Judged:
         node = str(reply.get("node", "?"))[:200]
         version = reply.get("assay_version")
         if version != __version__:
@@ -330,9 +332,9 @@ class RayBackend:
         # limits and name this grading; bad ones are dropped, never a reason for no verdict.
         raw = reply.get("diagnostics")
         explained = diag.load(raw.encode()) if isinstance(raw, str) else None
-        if explained is not None and explained.grading_id == gid:
-            diag.pending.keep(gid, list(explained.cases))
-        return verdict
+        if explained is None or explained.grading_id != gid or not explained.cases:
+            return diag.Judged(verdict)
+        return diag.Judged(verdict, explained)
 
     def sweep(self, gid: str) -> int:
         removed, failed = self.sweep_many([gid])

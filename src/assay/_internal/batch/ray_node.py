@@ -26,11 +26,10 @@ from typing import Any
 from assay._version import __version__
 from assay.errors import AssayError, InfrastructureError
 
-from ..model.diagnostics import pending
 from ..model.task import Task, load_task
 from ..runtime import Runtime
 from ..runtime.engine import docker_runtime
-from ..runtime.scope import TEMP_PREFIX
+from ..runtime.scope import TEMP_PREFIX, grading_tempdir
 from ..tiers.controller import Source
 from ..tiers.dispatch import run_tier
 from .journal import remove_tempdirs
@@ -103,20 +102,19 @@ def grade_on_node(request: dict[str, str], task_blob: bytes, submission: bytes) 
     node = node_name()
     gid = request["grading_id"]
     reply: dict[str, Any] = {"node": node, "assay_version": __version__}
-    spool = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{gid}-submission-"))
+    spool = grading_tempdir(gid, "submission")
     try:
         task = task_on_node(request["task_digest"], task_blob)
         path = spool / "submission.tar"
         path.write_bytes(submission)
         rt = _runtime(request["oci_runtime"])
-        verdict, _ = run_tier(
+        judged, _ = run_tier(
             rt, task, Source(path=path), request["tier"],  # type: ignore[arg-type]
             request["image"], grading_id=gid,
         )  # fmt: skip
-        reply["verdict"] = verdict.model_dump_json()
-        explained = pending.take(gid)
-        if explained is not None:  # for the task owner, beside the verdict the driver writes
-            reply["diagnostics"] = explained.to_json().decode()
+        reply["verdict"] = judged.verdict.model_dump_json()
+        if judged.diagnostics is not None:  # for the task owner, beside the driver's verdict
+            reply["diagnostics"] = judged.diagnostics.to_json().decode()
     except AssayError as exc:
         fix = getattr(exc, "fix", None)
         reply["infra"] = f"{type(exc).__name__}: {exc}"
@@ -125,7 +123,6 @@ def grade_on_node(request: dict[str, str], task_blob: bytes, submission: bytes) 
         reply["infra"] = f"internal: {type(exc).__name__}: {exc}"
         reply["fix"] = ""
     finally:
-        pending.take(gid)  # a grading with no verdict: nothing to explain, nothing kept here
         shutil.rmtree(spool, ignore_errors=True)
     return reply
 

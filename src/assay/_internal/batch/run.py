@@ -40,7 +40,7 @@ from assay.errors import (
 )
 
 from ..model.atomic import atomic_write
-from ..model.diagnostics import Diagnostics, pending
+from ..model.diagnostics import Diagnostics, Judged
 from ..model.task import Task
 from ..model.verdict import Verdict, is_failing_reason
 from ..runtime.scope import new_grading_id
@@ -77,7 +77,7 @@ __all__ = [
 
 R = TypeVar("R")
 P = ParamSpec("P")
-GradeFn = Callable[[Task, Any, str], Verdict]
+GradeFn = Callable[[Task, Any, str], Judged]
 """Grade one submission of one task under a given grading id; raises on infrastructure errors."""
 SweepFn = Callable[[str], int]
 """Remove every container and volume of one grading id (recovering from a killed run)."""
@@ -505,7 +505,8 @@ class _Run:
         self.log.write("start", id=job.id, grading_id=gid)
         t0 = time.monotonic()
         try:
-            verdict = self.grade(task, job.submission, gid)
+            judged = self.grade(task, job.submission, gid)
+            verdict = judged.verdict
             if self.intr.abort.is_set():
                 self.log.write("aborted", id=job.id, grading_id=gid)
                 return Outcome(job.id, "aborted", grading_id=gid)
@@ -516,7 +517,7 @@ class _Run:
                 # No verdict on disk means no verdict: the next run grades it again.
                 msg = f"output: could not write the verdict ({exc.strerror or exc})"
                 return self.errored(job, gid, msg, t0)
-            diagnostics = self.write_diagnostics(job.id, gid)
+            self.write_diagnostics(job.id, gid, judged.diagnostics)
         except NodeLostError as exc:
             with self.running_lock:
                 self.lost.append(gid)
@@ -551,14 +552,13 @@ class _Run:
             wall_s=wall,
             verdict=verdict,
             envelope=envelope,
-            diagnostics=diagnostics,
+            diagnostics=judged.diagnostics,
             notes=notes,
         )
 
-    def write_diagnostics(self, job_id: str, gid: str) -> Diagnostics | None:
+    def write_diagnostics(self, job_id: str, gid: str, diagnostics: Diagnostics | None) -> None:
         """Beside the verdict, replacing an earlier run's: an explanation, so a file that
         cannot be written is logged, never an error of the grading."""
-        diagnostics = pending.take(gid)
         path = diagnostics_path(self.out, job_id)
         try:
             path.unlink(missing_ok=True)
@@ -566,7 +566,6 @@ class _Run:
                 atomic_write(path, diagnostics.to_json())
         except OSError as exc:
             self.log.write("diagnostics-lost", id=job_id, grading_id=gid, error=str(exc)[:200])
-        return diagnostics
 
     def errored(self, job: Job, gid: str, message: str, t0: float) -> Outcome:
         message = message[:500]

@@ -24,6 +24,8 @@ from typing import Any
 
 from assay.errors import UsageError
 
+from ..runtime.base import AGENT_UID
+
 DEFAULT_WORKDIR = "/app"
 """Harbor's default `[environment] workdir`."""
 COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
@@ -125,7 +127,7 @@ def convert(raw: dict[str, Any], tid: str) -> str:
         raise refuse("steps", "multi-step tasks are not supported: assay grades one agent run")
     _absent(raw, "solution", "solution", "solution settings are not supported")
 
-    why_user = "assay runs every phase as an unprivileged user (uid 1000), never as another"
+    why_user = f"assay runs every phase as an unprivileged user (uid {AGENT_UID}), never as another"
     _absent(agent, "user", "agent.user", why_user)
     _absent(verifier, "user", "verifier.user", why_user)
     mode = verifier.get("environment_mode", "separate")

@@ -7,30 +7,27 @@ escapes its own way). They are for the task's owner: written beside the signed v
 expected values they hold must not travel with a verdict handed to an agent), never put into
 a container.
 
-The tiers return a `Verdict`, so the diagnostics of a grading travel beside it: the judge
-report's reader `keep`s them under the grading id and the caller that writes the verdict
-`take`s them. The store is bounded, so callers that never take (the matrix, the benchmark)
-leak nothing.
+They travel with the verdict they explain and nowhere else: the strict tier returns both as
+one `Judged` value, and so does `run_tier` for every tier; a caller that does not write them
+(the matrix, the benchmark) simply drops them.
 """
 
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .strict_json import StrictJSONError, loads_strict
-from .verdict import Printable, ReasonCode, Token
+from .verdict import Printable, ReasonCode, Token, Verdict
 
 SCHEMA: Final = "assay.diagnostics/v1"
 MAX_DIAG_CASES = 20
 MAX_TEXT = 4096
 MAX_DIFF = 16384
 MAX_FILE_BYTES = 1 << 20
-_KEEP = 256
 
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
 
@@ -88,21 +85,10 @@ def printable(text: str, keep_newlines: bool = True) -> str:
     return out if keep_newlines else out.replace("\n", "\\n")
 
 
-class _Pending:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._items: OrderedDict[str, list[CaseDiagnostic]] = OrderedDict()
+@dataclass(frozen=True)
+class Judged:
+    """A grading's verdict and its failed cases explained (None when there is nothing to
+    explain): what a tier returns, so the explanation cannot be matched to another grading."""
 
-    def keep(self, grading_id: str, cases: list[CaseDiagnostic]) -> None:
-        with self._lock:
-            self._items[grading_id] = cases
-            while len(self._items) > _KEEP:
-                self._items.popitem(last=False)
-
-    def take(self, grading_id: str) -> Diagnostics | None:
-        with self._lock:
-            cases = self._items.pop(grading_id, None)
-        return None if not cases else Diagnostics(grading_id=grading_id, cases=cases)
-
-
-pending: Final = _Pending()
+    verdict: Verdict
+    diagnostics: Diagnostics | None = None

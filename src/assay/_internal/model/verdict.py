@@ -98,7 +98,32 @@ def passes(cases: Sequence[CaseResult], expected_case_count: int, reasons: Seque
     )
 
 
-class Verdict(BaseModel):
+Timings = Annotated[dict[PhaseName, Seconds], Field(max_length=32)]
+ImageDigests = Annotated[dict[PhaseName, Digest], Field(max_length=16)]
+
+
+class _Schema(BaseModel):
+    model_config = _STRICT
+
+    schema_version: Literal["assay.verdict/v1"]
+
+
+class GradingIdentity(BaseModel):
+    """Which grading of what, where: the fields a verdict takes as the controller knows them."""
+
+    model_config = _STRICT
+
+    grading_id: Token
+    task_id: Token
+    task_digest: Digest
+    tier: Tier
+    runtime: Token
+    submission_digest: Digest | None
+
+
+# Pydantic orders fields base by base from the last base to the first, so `schema_version`
+# leads a verdict's JSON, then its identity, then its own fields (the signed bytes' order).
+class Verdict(GradingIdentity, _Schema):
     """The outcome of one grading: the predicate of the signed in-toto Statement.
 
     `passed` and `score` must agree with `cases`, `expected_case_count` and `reason_codes`.
@@ -106,13 +131,6 @@ class Verdict(BaseModel):
 
     model_config = _STRICT
 
-    schema_version: Literal["assay.verdict/v1"]
-    grading_id: Token
-    task_id: Token
-    task_digest: Digest
-    tier: Tier
-    runtime: Token
-    submission_digest: Digest | None
     passed: bool
     score: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
     expected_case_count: Annotated[int, Field(ge=0, le=MAX_CASES)]
@@ -121,8 +139,8 @@ class Verdict(BaseModel):
     # Absent in verdicts signed before notes had their own field (they then sat among the
     # reason codes, which still accept the `note:` namespace so those verdicts still verify).
     notes: Annotated[list[NoteCode], Field(max_length=MAX_REASONS)] = Field(default_factory=list)
-    timings: Annotated[dict[PhaseName, Seconds], Field(max_length=32)]
-    image_digests: Annotated[dict[PhaseName, Digest], Field(max_length=16)]
+    timings: Timings
+    image_digests: ImageDigests
     assay_version: Token
     started_at: Timestamp
     ended_at: Timestamp
@@ -151,21 +169,15 @@ def _utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
-class ControllerFacts(BaseModel):
+class ControllerFacts(GradingIdentity):
     """Everything only the controller knows. Judge output never reaches these fields."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
-    grading_id: Token
-    task_id: Token
-    task_digest: Digest
-    tier: Tier
-    runtime: Token
-    submission_digest: Digest | None
     started_at: Annotated[datetime, AfterValidator(_utc)]
     ended_at: Annotated[datetime, AfterValidator(_utc)]
-    timings: dict[PhaseName, Seconds] = Field(default_factory=dict)
-    image_digests: dict[PhaseName, Digest] = Field(default_factory=dict)
+    timings: Timings = Field(default_factory=dict)
+    image_digests: ImageDigests = Field(default_factory=dict)
     # Lax here only so callers may pass a list; the items stay strictly validated.
     reason_codes: Annotated[tuple[ReasonCode, ...], Field(strict=False)] = ()
     assay_version: Token = __version__

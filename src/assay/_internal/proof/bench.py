@@ -27,16 +27,17 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ..batch.run import jobs_from_dir, load_tasks, run_batch
+from ..model.diagnostics import Judged
 from ..model.task import Task, load_task
-from ..model.verdict import Tier, Verdict
+from ..model.verdict import Tier
 from ..runtime import ContainerSpec, GradingScope, Runtime
 from ..runtime.observed import ObservedRuntime
-from ..runtime.scope import new_grading_id
+from ..runtime.scope import TEMP_PREFIX, new_grading_id
 from ..tiers.controller import Source
 from ..tiers.dispatch import run_tier
 from ..tiers.judgepool import JudgePool
 
-TierFn = Callable[[Runtime, Task, Path, str, str], Verdict]
+TierFn = Callable[[Runtime, Task, Path, str, str], Judged]
 """(runtime, task, submission, image, grading id) -> verdict."""
 
 
@@ -128,7 +129,7 @@ def tier_fn(tier: Tier, judges: JudgePool | None = None) -> TierFn:
     """Grade on `tier` the way `assay grade`/`grade-many` do (`judges`: T3 with a borrowed,
     reset judge, as `assay grade-many` runs it by default)."""
 
-    def fn(rt: Runtime, task: Task, sub: Path, image: str, gid: str) -> Verdict:
+    def fn(rt: Runtime, task: Task, sub: Path, image: str, gid: str) -> Judged:
         try:
             source = Source(path=sub)
             return run_tier(rt, task, source, tier, image, grading_id=gid, judges=judges)[0]
@@ -172,7 +173,7 @@ def sample_grading(
     gid = new_grading_id()
     cpu0, mach0, t0 = time.process_time(), machine_cpu_s(), time.monotonic()
     try:
-        v = fn(rt, task, submission, image, gid)
+        v = fn(rt, task, submission, image, gid).verdict
     finally:
         wall = time.monotonic() - t0
         cpu, mach = time.process_time() - cpu0, machine_cpu_s() - mach0
@@ -192,7 +193,7 @@ def measure_throughput(
     rt: ObservedRuntime, fn: TierFn, task_dir: Path, submission: Path, image: str, jobs: int, n: int
 ) -> tuple[float, int]:
     """Gradings per minute through run_batch (signing and atomic writes included)."""
-    with tempfile.TemporaryDirectory(prefix="assay-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}bench-") as tmp:
         subs = Path(tmp) / "subs"
         for i in range(n):
             dest = subs / f"s{i:04d}"
@@ -202,7 +203,7 @@ def measure_throughput(
         joblist = jobs_from_dir(task_dir, subs)
         tasks = load_tasks(joblist)
 
-        def grade(task: Task, sub: Path, gid: str) -> Verdict:
+        def grade(task: Task, sub: Path, gid: str) -> Judged:
             try:
                 return fn(rt, task, sub, image, gid)
             finally:

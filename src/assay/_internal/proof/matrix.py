@@ -13,11 +13,8 @@ nothing), an honest control graded wrongly, a job that errored.
 
 from __future__ import annotations
 
-import glob
-import os
 import secrets
 import socket
-import tempfile
 import threading
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
@@ -39,7 +36,7 @@ from assay.errors import (
 from ..model.task import Task, load_task
 from ..model.verdict import Tier, Verdict
 from ..runtime import Runtime
-from ..runtime.scope import TEMP_PREFIX, new_grading_id
+from ..runtime.scope import grading_tempdirs, new_grading_id
 from ..tiers.baselines import BaselineOptions, BaselineRun
 from ..tiers.controller import Source
 from ..tiers.dispatch import TIERS, run_tier, tiers_for
@@ -251,8 +248,7 @@ def _stop_category(reasons: Sequence[str]) -> str:
 
 def _leftovers(rt: Runtime, gid: str) -> list[str]:
     found = list(rt.leftovers(gid))
-    pattern = os.path.join(tempfile.gettempdir(), f"{TEMP_PREFIX}{gid}-*")
-    found += [f"tempdir:{os.path.basename(p)}" for p in glob.glob(pattern)]
+    found += [f"tempdir:{p.name}" for p in grading_tempdirs(gid)]
     return found
 
 
@@ -275,7 +271,7 @@ def _grade(
 ) -> tuple[Verdict, BaselineRun | None, int]:
     rt = ctx.rt()
     if tier in ("t2", "t3"):
-        return run_tier(rt, task, source, tier, ctx.image, grading_id=gid)[0], None, 0
+        return run_tier(rt, task, source, tier, ctx.image, grading_id=gid)[0].verdict, None, 0
     secret = "sk-assay-" + secrets.token_hex(16)
     with _listener() as lst:
         opts = BaselineOptions(
@@ -283,9 +279,9 @@ def _grade(
             agent_env={PLANTED_KEY: secret, EXFIL_PORT: str(lst.port)},
             watch_for=secret.encode(),
         )
-        verdict, run = run_tier(rt, task, source, tier, ctx.image, grading_id=gid, baseline=opts)
+        judged, run = run_tier(rt, task, source, tier, ctx.image, grading_id=gid, baseline=opts)
         received = lst.received
-    return verdict, run, received
+    return judged.verdict, run, received
 
 
 def _retrying(job: Callable[[], Row]) -> Row:

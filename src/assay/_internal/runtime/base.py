@@ -20,8 +20,10 @@ LABEL = "assay.grading"
 """The label every container and volume of a grading carries, valued with its grading id:
 what `sweep`, `leftovers` and `gradings` find them by."""
 ROLE_LABEL = "assay.role"
-UNPRIVILEGED_USER = "1000:1000"
-"""uid:gid every command of a hardened container runs as (never root)."""
+AGENT_UID = 1000
+"""The uid (and gid) every container of a grading runs its processes as: agent, candidate,
+judge; files handed to the agent are owned by it."""
+UNPRIVILEGED_USER = f"{AGENT_UID}:{AGENT_UID}"
 
 
 @dataclass(frozen=True)

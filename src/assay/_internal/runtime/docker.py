@@ -21,6 +21,7 @@ from docker.types import LogConfig, Mount
 from assay.errors import EngineUnavailableError
 
 from .base import (
+    AGENT_UID,
     LABEL,
     ROLE_LABEL,
     ArchiveTooLarge,
@@ -195,7 +196,7 @@ class DockerRuntime:
                     driver_opts={
                         "type": "tmpfs",
                         "device": "tmpfs",
-                        "o": f"size={s.size_bytes},uid=1000,gid=1000,mode=0755",
+                        "o": f"size={s.size_bytes},uid={AGENT_UID},gid={AGENT_UID},mode=0755",
                     },
                     labels=labels,
                 )

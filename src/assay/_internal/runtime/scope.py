@@ -19,6 +19,19 @@ def new_grading_id() -> str:
     return "g-" + secrets.token_hex(8)
 
 
+def grading_tempdir(grading_id: str, purpose: str) -> Path:
+    """A new host temp dir of one grading, named after its id: a grading killed before its
+    scope removed it leaves it to be found by that name (`grading_tempdirs`)."""
+    return Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{grading_id}-{purpose}-"))
+
+
+def grading_tempdirs(grading_id: str | None) -> list[Path]:
+    """The paths on this host named as `grading_tempdir` names those of `grading_id` (of every
+    grading when None: their ids start with "g-")."""
+    pattern = f"{TEMP_PREFIX}g-*" if grading_id is None else f"{TEMP_PREFIX}{grading_id}-*"
+    return sorted(Path(tempfile.gettempdir()).glob(pattern))
+
+
 class GradingScope:
     """Creates containers and temp dirs for one grading and removes them on close.
 
@@ -63,7 +76,7 @@ class GradingScope:
                 self._containers.remove(cid)
 
     def tempdir(self, purpose: str) -> Path:
-        path = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{self.grading_id}-{purpose}-"))
+        path = grading_tempdir(self.grading_id, purpose)
         self._dirs.append(path)
         return path
 

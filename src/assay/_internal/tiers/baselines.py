@@ -26,17 +26,18 @@ from __future__ import annotations
 
 import io
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from time import monotonic
-from typing import BinaryIO, Literal, cast
+from typing import BinaryIO, Literal, TypeVar, cast
 
 from assay.errors import UsageError
 
 from ..model.task import Task
-from ..model.verdict import CaseResult, Verdict, build_verdict
+from ..model.verdict import CaseResult, CaseStatus, Verdict, build_verdict
 from ..runtime import ArchiveTooLarge, Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
+from ..runtime.base import AGENT_UID, ExecResult
+from ..runtime.scope import new_grading_id
 from .compat_prep import Prepared, check_layout, prepare
 from .controller import Grading, Source
 from .intake import Refused
@@ -54,7 +55,6 @@ TEST_COMMAND: dict[BaselineTier, tuple[str, ...]] = {
     "t0": ("bash", "-lc", "pytest -rA"),
     "t1": ("bash", "-lc", "pytest"),
 }
-RUNNER_UID = 1000
 NO_VERDICT = "baseline:no-verdict"
 
 # SWE-bench's pytest log parser (swebench/harness/log_parsers): statuses it knows, and what counts.
@@ -102,6 +102,13 @@ def log_cases(log: bytes, expected_ids: tuple[str, ...]) -> list[CaseResult]:
     ]
 
 
+def checked_options(tier: BaselineTier, options: BaselineOptions | None) -> BaselineOptions:
+    opts = options or BaselineOptions()
+    if tier == "t1" and opts.network != "none":
+        raise UsageError("only the naive baseline t0 may share the host's network")
+    return opts
+
+
 def run_baseline(
     rt: Runtime,
     task: Task,
@@ -111,41 +118,82 @@ def run_baseline(
     options: BaselineOptions | None = None,
     grading_id: str | None = None,
 ) -> BaselineRun:
-    opts = options or BaselineOptions()
     if task.config.kind != "pytest" or task.config.pytest is None:
         raise UsageError(f"the baselines run pytest tasks; {task.id!r} is {task.config.kind!r}")
-    if tier == "t1" and opts.network != "none":
-        raise UsageError("only the naive baseline t0 may share the host's network")
+    opts = checked_options(tier, options)
     check_layout(task)
-    g = Grading(rt, task, tier, image)
-    if grading_id is not None:
-        g.gid = grading_id
+
+    def tests(_scope: GradingScope, cid: str, prepared: Prepared) -> Tested:
+        cases, reasons = _run_tests(rt, task, cid, tier, prepared)
+        return Tested(cases, len(prepared.expected_ids), reasons)
+
+    g = Grading(rt, task, tier, image, gid=grading_id or new_grading_id())
+    return run_steps(g, source, opts, lambda scope: prepare(scope, task, image), tests)
+
+
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class Tested:
+    """A baseline's test run: its cases out of `expected`, or None when it gave no verdict
+    (then `reasons` say why)."""
+
+    cases: list[CaseResult] | None
+    expected: int
+    reasons: list[str]
+
+
+def run_steps(
+    g: Grading,
+    source: Source,
+    opts: BaselineOptions,
+    prepare_step: Callable[[GradingScope], P | Refused],
+    tests: Callable[[GradingScope, str, P], Tested],
+    seed: Callable[[str, P], None] = lambda cid, prepared: None,
+) -> BaselineRun:
+    """The steps both baselines take, for plain and repository tasks alike: prepare; the agent
+    in its container (`seed` fills it first); on T1, its /workspace copied into a fresh one;
+    the tests where the agent's files now are; the verdict."""
+    rt, task = g.rt, g.task
     with g.scope() as scope:
-        t0 = monotonic()
-        prepared = prepare(scope, task, image)
-        g.lap("judge_prepare", t0)
+        with g.timed("judge_prepare"):
+            prepared = prepare_step(scope)
         if isinstance(prepared, Refused):
             return BaselineRun(g.fail(prepared.reason), True, False)
 
-        t0 = monotonic()
-        cid = scope.container(_spec(task, g.gid, g.task_image, source.agent_dir, opts, "agent"))
-        run_agent_in_place(rt, task, cid, source)
-        g.lap("agent", t0)
+        with g.timed("agent"):
+            cid = scope.container(_spec(task, g.gid, g.task_image, source.agent_dir, opts, "agent"))
+            seed(cid, prepared)
+            run_agent_in_place(rt, task, cid, source)
         leaked = opts.watch_for is not None and _workspace_contains(scope, cid, opts.watch_for)
 
-        if tier == "t1":
-            t0 = monotonic()
-            cid = _fresh_copy(scope, task, g.task_image, g.gid, cid)
-            g.lap("copy", t0)
+        if g.tier == "t1":
+            with g.timed("copy"):
+                cid = _fresh_copy(scope, task, g.task_image, g.gid, cid)
 
-        t0 = monotonic()
-        cases, reasons = _run_tests(rt, task, cid, tier, prepared)
-        g.lap("tests", t0)
-        if cases is None:
-            return BaselineRun(g.fail(NO_VERDICT, reasons), False, leaked)
-        return BaselineRun(
-            build_verdict(g.facts(), cases, len(prepared.expected_ids), reasons), True, leaked
-        )
+        with g.timed("tests"):
+            tested = tests(scope, cid, prepared)
+        if tested.cases is None:
+            return BaselineRun(g.fail(NO_VERDICT, tested.reasons), False, leaked)
+        verdict = build_verdict(g.facts(), tested.cases, tested.expected, tested.reasons)
+        return BaselineRun(verdict, True, leaked)
+
+
+def no_verdict(res: ExecResult) -> list[str] | None:
+    """Why a test run gave no verdict: past its deadline, or past the log cap."""
+    if res.timed_out:
+        return ["baseline:deadline"]
+    if res.truncated or res.exit_code is None:
+        return ["baseline:log-cap"]
+    return None
+
+
+def exit_code_cases(ids: Sequence[str], exit_code: int) -> tuple[list[CaseResult], list[str]]:
+    """T1's reward: every case passes when the test command exits 0, and none otherwise."""
+    status: CaseStatus = "pass" if exit_code == 0 else "fail"
+    cases = [CaseResult(id=i, status=status, duration_s=0.0) for i in ids]
+    return cases, [] if exit_code == 0 else [f"baseline:exit-{min(exit_code, 255)}"]
 
 
 def run_agent_in_place(rt: Runtime, task: Task, cid: str, source: Source) -> None:
@@ -212,15 +260,12 @@ def _run_tests(
         cid, TEST_COMMAND[tier], deadline_s=task.config.limits.total_timeout,
         output_cap=LOG_CAP, workdir=WORKSPACE,
     )  # fmt: skip
-    if res.timed_out:
-        return None, ["baseline:deadline"]
-    if res.truncated or res.exit_code is None:
-        return None, ["baseline:log-cap"]
+    if (why := no_verdict(res)) is not None:
+        return None, why
+    assert res.exit_code is not None
     if tier == "t0":
         return log_cases(res.stdout + b"\n" + res.stderr, prepared.expected_ids), []
-    status = "pass" if res.exit_code == 0 else "fail"
-    cases = [CaseResult(id=i, status=status, duration_s=0.0) for i in prepared.expected_ids]
-    return cases, [] if res.exit_code == 0 else [f"baseline:exit-{min(res.exit_code, 255)}"]
+    return exit_code_cases(prepared.expected_ids, res.exit_code)
 
 
 def _workspace_contains(scope: GradingScope, cid: str, needle: bytes) -> bool:
@@ -253,7 +298,7 @@ class _Finder:
 def _owned(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
     if "__pycache__" in info.name.split("/"):
         return None
-    info.uid = info.gid = RUNNER_UID
+    info.uid = info.gid = AGENT_UID
     info.uname = info.gname = ""
     return info
 

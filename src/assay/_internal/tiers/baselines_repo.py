@@ -19,26 +19,28 @@ As in `baselines`, nothing here is hardened and nothing here may score anything.
 from __future__ import annotations
 
 import re
-from time import monotonic
+from pathlib import Path
 
 from assay.errors import UsageError
 
 from ..model.task import Task
-from ..model.verdict import CaseResult, Verdict, build_verdict
-from ..runtime import Runtime
+from ..model.verdict import CaseResult
+from ..runtime import GradingScope, Runtime
+from ..runtime.scope import new_grading_id
 from .baselines import (
-    NO_VERDICT,
     WORKSPACE,
     BaselineOptions,
     BaselineRun,
     BaselineTier,
-    _fresh_copy,
-    _spec,
-    _workspace_contains,
+    Tested,
+    checked_options,
+    exit_code_cases,
+    no_verdict,
     parse_pytest_log,
-    run_agent_in_place,
+    run_steps,
 )
 from .controller import Grading, Source
+from .intake import Refused
 from .repo import load_test_patch, spec_of
 from .repo_patch import touched_paths
 from .repo_tree import pack, patched_test_files, read_pristine
@@ -102,63 +104,47 @@ def run_repo_baseline(
     options: BaselineOptions | None = None,
     grading_id: str | None = None,
 ) -> BaselineRun:
-    opts = options or BaselineOptions()
     spec = spec_of(task)
-    assert spec.fail_to_pass is not None
+    f2p, p2p = spec.fail_to_pass, spec.pass_to_pass
+    assert f2p is not None
     if task.workdir != WORKSPACE:
         raise UsageError(f"the baselines run repositories at {WORKSPACE}, not {task.workdir}")
-    if tier == "t1" and opts.network != "none":
-        raise UsageError("only the naive baseline t0 may share the host's network")
+    opts = checked_options(tier, options)
     patches = load_test_patch(task)
     test_files = tuple(p for p in touched_paths(patches) if p.endswith(".py"))
-    g = Grading(rt, task, tier, image)
-    if grading_id is not None:
-        g.gid = grading_id
-    with g.scope() as scope:
-        t0 = monotonic()
-        pristine = read_pristine(scope, task, g.task_image)
-        g.lap("judge_prepare", t0)
+    g = Grading(rt, task, tier, image, gid=grading_id or new_grading_id())
+    n_ids = len(f2p) + len(p2p)
 
-        t0 = monotonic()
-        cid = scope.container(_spec(task, g.gid, g.task_image, source.agent_dir, opts, "agent"))
-        rt.put_archive(cid, WORKSPACE, pack(pristine))
-        run_agent_in_place(rt, task, cid, source)
-        g.lap("agent", t0)
-        leaked = opts.watch_for is not None and _workspace_contains(scope, cid, opts.watch_for)
-        if tier == "t1":
-            t0 = monotonic()
-            cid = _fresh_copy(scope, task, g.task_image, g.gid, cid)
-            g.lap("copy", t0)
-
-        t0 = monotonic()
-        rt.put_archive(cid, WORKSPACE, pack(patched_test_files(scope.tempdir("tests"), pristine,
-                                                                patches)))  # fmt: skip
+    def tests(scope: GradingScope, cid: str, pristine: Path) -> Tested:
+        tests_dir = scope.tempdir("tests")
+        rt.put_archive(cid, WORKSPACE, pack(patched_test_files(tests_dir, pristine, patches)))
         script = eval_script(test_files) if tier == "t0" else f"pytest {' '.join(test_files)}"
         res = rt.exec(
             cid, ("bash", "-lc", script), deadline_s=task.config.limits.total_timeout,
             output_cap=LOG_CAP, workdir=WORKSPACE,
         )  # fmt: skip
-        g.lap("tests", t0)
-        if res.timed_out:
-            return BaselineRun(g.fail(NO_VERDICT, ["baseline:deadline"]), False, leaked)
-        if res.truncated or res.exit_code is None:
-            return BaselineRun(g.fail(NO_VERDICT, ["baseline:log-cap"]), False, leaked)
-        log = res.stdout + b"\n" + res.stderr
-        verdict = _verdict(g, tier, log, res.exit_code, spec.fail_to_pass, spec.pass_to_pass)
-        return BaselineRun(verdict, True, leaked)
+        if (why := no_verdict(res)) is not None:
+            return Tested(None, n_ids, why)
+        assert res.exit_code is not None
+        cases, reasons = _cases(tier, res.stdout + b"\n" + res.stderr, res.exit_code, f2p, p2p)
+        return Tested(cases, n_ids, reasons)
+
+    def read(scope: GradingScope) -> Path | Refused:
+        return read_pristine(scope, task, g.task_image)
+
+    def seed(cid: str, pristine: Path) -> None:
+        rt.put_archive(cid, WORKSPACE, pack(pristine))
+
+    return run_steps(g, source, opts, read, tests, seed)
 
 
-def _verdict(
-    g: Grading, tier: BaselineTier, log: bytes, exit_code: int, f2p: list[str], p2p: list[str]
-) -> Verdict:
-    ids = (*f2p, *p2p)
+def _cases(
+    tier: BaselineTier, log: bytes, exit_code: int, f2p: list[str], p2p: list[str]
+) -> tuple[list[CaseResult], list[str]]:
     if tier == "t1":
-        status = "pass" if exit_code == 0 else "fail"
-        cases = [CaseResult(id=i, status=status, duration_s=0.0) for i in ids]
-        reasons = [] if exit_code == 0 else [f"baseline:exit-{min(exit_code, 255)}"]
-        return build_verdict(g.facts(), cases, len(ids), reasons)
+        return exit_code_cases((*f2p, *p2p), exit_code)
     cases, valid = swebench_cases(log.decode("utf-8", errors="replace"), f2p, p2p)
-    return build_verdict(g.facts(), cases, len(ids), [] if valid else ["baseline:invalid-log"])
+    return cases, [] if valid else ["baseline:invalid-log"]
 
 
 __all__ = ["eval_script", "run_repo_baseline", "swebench_status"]

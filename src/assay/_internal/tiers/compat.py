@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from time import monotonic
 
 from assay.errors import UsageError
 
@@ -45,6 +44,7 @@ from .compat_prep import (
 )
 from .controller import Grading, Source
 from .intake import (
+    Crossing,
     Refused,
     Submission,
     take_from_container,
@@ -87,9 +87,8 @@ def grade_compat(
     check_layout(task)
     g = Grading(rt, task, "t2", image, gid=grading_id or new_grading_id())
     with g.scope() as scope:
-        t0 = monotonic()
-        prepared = prepare(scope, task, image)
-        g.lap("judge_prepare", t0)
+        with g.timed("judge_prepare"):
+            prepared = prepare(scope, task, image)
         if isinstance(prepared, Refused):
             return g.fail(prepared.reason)
 
@@ -97,9 +96,8 @@ def grade_compat(
         if isinstance(taken, Refused):
             return g.fail(taken.reason)
 
-        t0 = monotonic()
-        cases, extra = _verify(scope, task, g.task_image, taken, prepared)
-        g.lap("verify", t0)
+        with g.timed("verify"):
+            cases, extra = _verify(scope, task, g.task_image, taken, prepared)
         return build_verdict(g.facts(), cases, len(prepared.expected_ids), extra)
 
 
@@ -170,7 +168,9 @@ def _read_report(scope: GradingScope, cid: str) -> bytes | str:
     archive, and only a regular file named junit.xml is read."""
     limits = FirewallLimits(max_total_bytes=OUT_BYTES, max_file_bytes=OUT_BYTES)
     cap = OUT_BYTES * 2 + (1 << 20)
-    taken = take_from_container(scope, cid, "/out", cap, limits, [REPORT], "out", "report")
+    taken = take_from_container(
+        scope, cid, "/out", cap, Crossing(limits, [REPORT], "out", "report")
+    )
     if isinstance(taken, Refused):
         return OVERSIZE if taken.reason.startswith("limit:") else NO_REPORT
     try:

@@ -22,7 +22,7 @@ from ..firewall.check import FirewallLimits
 from ..model.strict_json import StrictJSONError, loads_strict
 from ..model.task import PytestSpec, Task
 from ..runtime import Bind, ContainerSpec, GradingScope, Limits, Scratch
-from .intake import Refused, take_from_container
+from .intake import Crossing, Refused, take_from_container
 from .junit import check_expected_ids
 
 INCONTAINER_COMPAT = Path(__file__).resolve().parents[2] / "_incontainer" / "compat"
@@ -146,9 +146,8 @@ def _take(
 ) -> Path | Refused:
     cap = STATE_BYTES * 2 + (1 << 20)
     limits = FirewallLimits(max_total_bytes=STATE_BYTES, max_file_bytes=STATE_BYTES)
-    taken = take_from_container(
-        scope, cid, path, cap, limits, artifacts, prefix, f"prep-{prefix}", "judge-firewall"
-    )
+    how = Crossing(limits, artifacts, prefix, f"prep-{prefix}", "judge-firewall")
+    taken = take_from_container(scope, cid, path, cap, how)
     return taken if isinstance(taken, Refused) else taken.files
 
 

@@ -121,7 +121,12 @@ class Grading:
         """Record a container of `role` that ran `image` (also one the scope did not create)."""
         self.images[role] = self.rt.image_digest(image)
 
-    def lap(self, phase: str, t0: float) -> None:
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Add the block's wall time to `phase`. A block left by an exception adds nothing (no
+        verdict carries it), and a verdict made inside the block has not counted it yet."""
+        t0 = monotonic()
+        yield
         self.timings[phase] = round(self.timings.get(phase, 0.0) + monotonic() - t0, 6)
 
     def facts(self) -> ControllerFacts:
@@ -149,23 +154,24 @@ class Grading:
     ) -> Submission | Refused:
         """Run the agent, or read the given path; either way through the firewall.
         `same_links`: a repository's own links, dropped from the submission when unchanged."""
-        t0 = monotonic()
+        taken: Submission | Refused
         if source.collect is not None:
-            if source.agent_image is not None:
-                self.used("agent", source.agent_image)
-            taken = source.collect(scope, same_links)
-            self.lap("agent", t0)
+            with self.timed("agent"):
+                if source.agent_image is not None:
+                    self.used("agent", source.agent_image)
+                taken = source.collect(scope, same_links)
         elif source.agent_cmd is not None:
-            check_agent_inputs(self.task)
-            taken, _run = run_agent(
-                scope, self.task, self.task_image, source.agent_cmd, source.agent_dir, same_links
-            )
-            self.lap("agent", t0)
+            with self.timed("agent"):
+                check_agent_inputs(self.task)
+                taken, _run = run_agent(
+                    scope, self.task, self.task_image, source.agent_cmd, source.agent_dir,
+                    same_links,
+                )  # fmt: skip
         else:
-            if source.path is None:
-                raise ValueError("a Source needs agent_cmd or path")
-            taken = from_path(scope, self.task, source.path, same_links)
-            self.lap("intake", t0)
+            with self.timed("intake"):
+                if source.path is None:
+                    raise ValueError("a Source needs agent_cmd or path")
+                taken = from_path(scope, self.task, source.path, same_links)
         if isinstance(taken, Submission):
             self.submission = taken
         return taken

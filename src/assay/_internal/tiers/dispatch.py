@@ -10,8 +10,9 @@ from typing import get_args
 
 from assay.errors import UsageError
 
+from ..model.diagnostics import Judged
 from ..model.task import STRICT_KINDS, Task
-from ..model.verdict import UNSAFE_TIERS, Tier, Verdict
+from ..model.verdict import UNSAFE_TIERS, Tier
 from ..runtime import Runtime
 from ..runtime.images import DEFAULT_BASE_IMAGE
 from .baselines import BaselineOptions, BaselineRun, run_baseline
@@ -85,19 +86,20 @@ def run_tier(
     grading_id: str | None = None,
     judges: JudgePool | None = None,
     baseline: BaselineOptions | None = None,
-) -> tuple[Verdict, BaselineRun | None]:
-    """Grade on `tier` (already picked); a baseline also returns what it observed."""
+) -> tuple[Judged, BaselineRun | None]:
+    """Grade on `tier` (already picked): the verdict with its diagnostics (only the strict
+    tier's judge explains failed cases); a baseline also returns what it observed."""
     if tier == "t3":
         return grade_strict(rt, task, source, image, grading_id, judges=judges), None
     if tier == "t2" and is_repository(task):
-        return grade_repository(rt, task, source, image, grading_id), None
+        return Judged(grade_repository(rt, task, source, image, grading_id)), None
     if tier == "t2":
-        return grade_compat(rt, task, source, image, grading_id), None
+        return Judged(grade_compat(rt, task, source, image, grading_id)), None
     if tier == "harbor" or task.config.kind == "harbor":
         shared = tier == "t0"  # the naive baseline: Harbor's shared mode
-        return grade_harbor(rt, task, source, image, grading_id, shared=shared), None
+        return Judged(grade_harbor(rt, task, source, image, grading_id, shared=shared)), None
     if is_repository(task):
         run = run_repo_baseline(rt, task, source, image, tier, baseline, grading_id=grading_id)
     else:
         run = run_baseline(rt, task, source, image, tier, baseline, grading_id=grading_id)
-    return run.verdict, run
+    return Judged(run.verdict), run

@@ -41,7 +41,7 @@ from ..runtime.base import ceilings_hit, stopped_ceilings
 from ..runtime.scope import new_grading_id
 from .controller import Grading, Source
 from .harbor_reward import JSON, MAX_JSON_BYTES, TXT, BadReward, Rewards, parse_reward
-from .intake import Refused, Submission, take_from_container
+from .intake import Crossing, Refused, Submission, take_from_container
 from .seed import seed_workdir
 
 LOGS = "/logs/verifier"
@@ -97,11 +97,10 @@ def grade_harbor(
         taken = g.take_submission(scope, source)
         if isinstance(taken, Refused):
             return g.fail(taken.reason)
-        t0 = monotonic()
         # The verifier runs the task's environment image (an imported task always has one,
         # built by `assay build` or on first use), as the agent did.
-        outcome = _verify(scope, task, g.task_image, taken, check_processes)
-        g.lap("verify", t0)
+        with g.timed("verify"):
+            outcome = _verify(scope, task, g.task_image, taken, check_processes)
         return _verdict(g, outcome)
 
 
@@ -195,9 +194,8 @@ def _read_logs(scope: GradingScope, cid: str, purpose: str) -> dict[str, bytes] 
     through the firewall: the candidate's code could have written anything there."""
     limits = FirewallLimits(max_total_bytes=LOGS_BYTES, max_file_bytes=LOGS_BYTES)
     cap = LOGS_BYTES * 2 + (1 << 20)
-    taken = take_from_container(
-        scope, cid, LOGS, cap, limits, None, "verifier", f"logs-{purpose}", "reward-firewall"
-    )
+    how = Crossing(limits, None, "verifier", f"logs-{purpose}", "reward-firewall")
+    taken = take_from_container(scope, cid, LOGS, cap, how)
     if isinstance(taken, Refused):
         return ["harbor:reward-unreadable", taken.reason]
     found: dict[str, bytes] = {}
@@ -239,17 +237,15 @@ def _shared(g: Grading, scope: GradingScope, source: Source) -> Verdict:
     cid = scope.container(spec)
     if task.environment is not None:
         seed_workdir(scope, task, g.task_image, cid)
-    t0 = monotonic()
-    rt.exec(cid, ("sh", "-c", source.agent_cmd), deadline_s=lim.agent_timeout, output_cap=0,
-            workdir=workdir_of(task), capture=False)  # fmt: skip
-    g.lap("agent", t0)
-    t0 = monotonic()
-    rt.put_archive(cid, TESTS, _tests_tar(task.judge_dir / "tests"))
-    rt.exec(cid, TEST_ARGV, deadline_s=lim.total_timeout, output_cap=0,
-            workdir=workdir_of(task), capture=False)  # fmt: skip
-    rt.pause(cid)
-    logs = _read_logs(scope, cid, "after")
-    g.lap("verify", t0)
+    with g.timed("agent"):
+        rt.exec(cid, ("sh", "-c", source.agent_cmd), deadline_s=lim.agent_timeout, output_cap=0,
+                workdir=workdir_of(task), capture=False)  # fmt: skip
+    with g.timed("verify"):
+        rt.put_archive(cid, TESTS, _tests_tar(task.judge_dir / "tests"))
+        rt.exec(cid, TEST_ARGV, deadline_s=lim.total_timeout, output_cap=0,
+                workdir=workdir_of(task), capture=False)  # fmt: skip
+        rt.pause(cid)
+        logs = _read_logs(scope, cid, "after")
     return _verdict(g, logs if isinstance(logs, list) else parse_reward(logs))
 
 

@@ -56,6 +56,23 @@ class AgentRun:
     duration_s: float
 
 
+@dataclass(frozen=True)
+class Crossing:
+    """How one archive crosses the firewall: its limits, the paths it may hold (None: any),
+    the top directory stripped from its names, the name of its temp dirs, and the prefix of a
+    refusal's reason (`judge-firewall` for what a judge left)."""
+
+    limits: FirewallLimits
+    artifacts: Sequence[str] | None
+    strip_prefix: str | None
+    purpose: str
+    rules: str = "firewall"
+    tree: bool = False
+    """A trusted task tree: its links kept when they stay inside it (`check(..., tree=True)`)."""
+    same_links: frozenset[tuple[str, str]] = frozenset()
+    """A repository's own links, dropped from a candidate's archive when unchanged."""
+
+
 def firewall_limits(task: Task) -> FirewallLimits:
     return FirewallLimits(
         max_entries=task.config.limits.artifact_entries,
@@ -64,34 +81,20 @@ def firewall_limits(task: Task) -> FirewallLimits:
     )
 
 
-def through_firewall(
-    scope: GradingScope,
-    source: BinaryIO,
-    limits: FirewallLimits,
-    artifacts: Sequence[str] | None,
-    strip_prefix: str | None,
-    purpose: str,
-    rules: str = "firewall",
-    *,
-    tree: bool = False,
-    same_links: frozenset[tuple[str, str]] = frozenset(),
-) -> Submission | Refused:
-    """`rules`: the reason prefix a refusal gets (`judge-firewall` for what the judge left).
-    `tree` and `same_links`: `check`'s (a trusted task tree's links; that tree's links, unchanged,
-    in a candidate's archive)."""
-    out_dir = scope.tempdir(f"{purpose}-archive")
+def through_firewall(scope: GradingScope, source: BinaryIO, how: Crossing) -> Submission | Refused:
+    out_dir = scope.tempdir(f"{how.purpose}-archive")
     archive = out_dir / "normalised.tar"
     with archive.open("wb") as sink:
         result = check(
-            source, sink, limits, artifacts=artifacts, strip_prefix=strip_prefix, tree=tree,
-            same_links=same_links,
+            source, sink, how.limits, artifacts=how.artifacts, strip_prefix=how.strip_prefix,
+            tree=how.tree, same_links=how.same_links,
         )  # fmt: skip
     if isinstance(result, Rejected):
-        return Refused(f"{rules}:{result.rule}", result.member, result.detail)
-    files = scope.tempdir(f"{purpose}-files")
+        return Refused(f"{how.rules}:{result.rule}", result.member, result.detail)
+    files = scope.tempdir(f"{how.purpose}-files")
     files.chmod(0o755)
     with archive.open("rb") as fh:
-        materialise(fh, files, links=tree)
+        materialise(fh, files, links=how.tree)
     return Submission(result.digest, result, archive, files)
 
 
@@ -108,26 +111,14 @@ def spool_from_container(
 
 
 def take_from_container(
-    scope: GradingScope,
-    cid: str,
-    path: str,
-    cap: int,
-    limits: FirewallLimits,
-    artifacts: Sequence[str] | None,
-    strip_prefix: str | None,
-    purpose: str,
-    rules: str = "firewall",
-    *,
-    tree: bool = False,
+    scope: GradingScope, cid: str, path: str, cap: int, how: Crossing
 ) -> Submission | Refused:
     """`path` of a (frozen) container, spooled with a raw byte cap, through the firewall."""
-    spooled = spool_from_container(scope, cid, path, cap, purpose)
+    spooled = spool_from_container(scope, cid, path, cap, how.purpose)
     if isinstance(spooled, Refused):
         return spooled
     with spooled.open("rb") as fh:
-        return through_firewall(
-            scope, fh, limits, artifacts, strip_prefix, purpose, rules, tree=tree
-        )
+        return through_firewall(scope, fh, how)
 
 
 def from_path(
@@ -141,19 +132,14 @@ def from_path(
     Nothing is packed first: a directory is streamed into the firewall with only its artifacts'
     data (dirstream), and from a tar only the kept files' data is spooled, so the host writes
     what is kept and no more (docs/firewall.md, "Host writes")."""
-    limits = firewall_limits(task)
     globs = task.config.artifacts
+    how = Crossing(firewall_limits(task), globs, None, "submission", same_links=same_links)
     if path.is_dir():
-        with DirStream(path, Globs(globs), limits) as stream:
-            source = cast(BinaryIO, stream)
-            return through_firewall(
-                scope, source, limits, globs, None, "submission", same_links=same_links
-            )
+        with DirStream(path, Globs(globs), how.limits) as stream:
+            return through_firewall(scope, cast(BinaryIO, stream), how)
     if path.is_file():
         with path.open("rb") as fh:
-            return through_firewall(
-                scope, fh, limits, globs, None, "submission", same_links=same_links
-            )
+            return through_firewall(scope, fh, how)
     raise UsageError(f"--submission {path}: no such file or directory")
 
 
@@ -270,8 +256,9 @@ def collect_agent(
     if timed_out:
         return Refused("limit:agent-time", task.workdir, "the agent ran past its deadline")
     with spooled.open("rb") as fh:
-        sub = through_firewall(
-            scope, fh, firewall_limits(task), task.config.artifacts, _archive_top(task), "agent",
+        how = Crossing(
+            firewall_limits(task), task.config.artifacts, _archive_top(task), "agent",
             same_links=same_links,
         )  # fmt: skip
+        sub = through_firewall(scope, fh, how)
     return sub

@@ -2,7 +2,7 @@
 output is treated as hostile bytes: bounded, unambiguous JSON with exactly the judge's fields.
 
 `verdict_from_judge` is the entry point the controller uses: it cannot raise on bad judge output
-and it cannot return a pass from it.
+and it cannot return a pass from it. It returns the verdict with the judge's diagnostics.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from assay._internal.model.diagnostics import CaseDiagnostic, parse_cases, pending
+from assay._internal.model.diagnostics import CaseDiagnostic, Diagnostics, Judged, parse_cases
 from assay._internal.model.strict_json import StrictJSONError, loads_strict, shown
 from assay._internal.model.verdict import (
     MAX_CASES,
@@ -76,16 +76,18 @@ def verdict_from_judge(
     expected_case_count: int,
     extra_reasons: Sequence[str] = (),
     max_bytes: int = DEFAULT_MAX_BYTES,
-) -> Verdict:
-    """The verdict for a grading whose judge printed `raw`; an invalid report is an error
-    verdict carrying `judge:invalid-output` and the specific rule it broke."""
+) -> Judged:
+    """The verdict for a grading whose judge printed `raw`, and its failed cases explained; an
+    invalid report is an error verdict carrying `judge:invalid-output` and the specific rule it
+    broke, with nothing explained."""
     try:
         report = parse_judge_report(raw, max_bytes)
     except JudgeReportError as exc:
         first, detail = exc.reason_codes
-        return error_verdict(facts, first, [detail, *extra_reasons])
-    if report.diagnostics:
-        pending.keep(facts.grading_id, report.diagnostics)
-    return build_verdict(
+        return Judged(error_verdict(facts, first, [detail, *extra_reasons]))
+    verdict = build_verdict(
         facts, report.cases, expected_case_count, [*report.reasons, *extra_reasons]
     )
+    if not report.diagnostics:
+        return Judged(verdict)
+    return Judged(verdict, Diagnostics(grading_id=facts.grading_id, cases=report.diagnostics))

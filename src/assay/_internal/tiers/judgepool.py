@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -39,7 +38,7 @@ from pathlib import Path
 
 from ..model.task import Task
 from ..runtime import ContainerStuckError, ExecResult, Runtime, RuntimeError_
-from ..runtime.scope import TEMP_PREFIX, new_grading_id
+from ..runtime.scope import grading_tempdir, new_grading_id
 from .judgespec import judge_spec
 
 RESET_ARGV = ("python3", "-I", "/assay/judge_reset.py")
@@ -200,7 +199,7 @@ class JudgePool:
         made: list[Path] = []
         try:
             for purpose in ("handoff", "judge"):
-                d = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{self.gid}-{purpose}-"))
+                d = grading_tempdir(self.gid, purpose)
                 made.append(d)
                 d.chmod(0o755)
             handoff, files = made

@@ -20,7 +20,6 @@ The test patch lives under the task's judge/, which no container of the agent ev
 from __future__ import annotations
 
 from pathlib import Path
-from time import monotonic
 
 from assay.errors import TaskError
 
@@ -138,11 +137,10 @@ def grade_repository(
     # tree is read from and the tests run on.
     image = g.task_image
     with g.scope() as scope:
-        t0 = monotonic()
-        pristine = read_pristine(scope, task, image)  # a TaskError when the tree is refused
-        links = pristine_links(pristine)
-        guard = guard_for(scope, task, image, pristine, patches, ids)
-        g.lap("judge_prepare", t0)
+        with g.timed("judge_prepare"):
+            pristine = read_pristine(scope, task, image)  # a TaskError when the tree is refused
+            links = pristine_links(pristine)
+            guard = guard_for(scope, task, image, pristine, patches, ids)
 
         # The agent starts from the repository as the image has it at the workdir (tiers.seed),
         # its links included: those come back unchanged and are no change.
@@ -154,28 +152,27 @@ def grade_repository(
         if refusal is not None:
             return g.fail(refusal.code)
 
-        t0 = monotonic()
-        try:
-            tree = compose(scope.tempdir("repo-tree"), pristine, taken.files, patches, task)
-        except PathConflict as conflict:
-            return g.fail(conflict.code)
-        workdir = task.workdir
-        lim = task.config.limits
-        vspec = ContainerSpec(
-            image=image,
-            grading_id=scope.grading_id,
-            role="candidate",
-            binds=(Bind(tree, workdir), Bind(INCONTAINER_COMPAT, "/assay/compat")),
-            scratch=(Scratch("/out", OUT_BYTES),),
-            limits=Limits(memory_bytes=lim.memory_mb * 2**20, pids=lim.pids, cpus=lim.cpus),
-            workdir="/tmp",
-        )
-        cases, extra = run_verification(
-            scope, task, vspec, repo_argv(workdir, ids), {**PYTEST_ENV, CANDIDATE_ENV: workdir},
-            ids,
-            lambda raw, code: reconcile_exit(
-                evaluate(parse_junit(raw, ids, max_bytes=REPORT_BYTES), spec.pass_to_pass), code
-            ),
-        )  # fmt: skip
-        g.lap("verify", t0)
+        with g.timed("verify"):
+            try:
+                tree = compose(scope.tempdir("repo-tree"), pristine, taken.files, patches, task)
+            except PathConflict as conflict:
+                return g.fail(conflict.code)
+            workdir = task.workdir
+            lim = task.config.limits
+            vspec = ContainerSpec(
+                image=image,
+                grading_id=scope.grading_id,
+                role="candidate",
+                binds=(Bind(tree, workdir), Bind(INCONTAINER_COMPAT, "/assay/compat")),
+                scratch=(Scratch("/out", OUT_BYTES),),
+                limits=Limits(memory_bytes=lim.memory_mb * 2**20, pids=lim.pids, cpus=lim.cpus),
+                workdir="/tmp",
+            )
+            cases, extra = run_verification(
+                scope, task, vspec, repo_argv(workdir, ids), {**PYTEST_ENV, CANDIDATE_ENV: workdir},
+                ids,
+                lambda raw, code: reconcile_exit(
+                    evaluate(parse_junit(raw, ids, max_bytes=REPORT_BYTES), spec.pass_to_pass), code
+                ),
+            )  # fmt: skip
         return build_verdict(g.facts(), cases, len(ids), extra)

@@ -25,7 +25,7 @@ from ..model.strict_json import StrictJSONError, exact_fields, loads_strict, sho
 from ..model.task import Task
 from ..runtime import Bind, ContainerSpec, GradingScope, Scratch
 from .compat_prep import INCONTAINER_COMPAT, PREP_LIMITS, PYTEST_ENV
-from .intake import Refused, take_from_container
+from .intake import Crossing, Refused, take_from_container
 
 REPORT_BYTES = 16 << 20
 MAX_ENTRIES = 1_000
@@ -173,9 +173,8 @@ def run_probe(scope: GradingScope, task: Task, image: str) -> tuple[ProbeRun, ..
     rt.pause(cid)
     limits = FirewallLimits(max_total_bytes=REPORT_BYTES * 2, max_file_bytes=REPORT_BYTES)
     names = [f"{m}.json" for m in MODES]
-    taken = take_from_container(
-        scope, cid, "/out", REPORT_BYTES * 4, limits, names, "out", "probe", "judge-firewall"
-    )
+    how = Crossing(limits, names, "out", "probe", "judge-firewall")
+    taken = take_from_container(scope, cid, "/out", REPORT_BYTES * 4, how)
     scope.discard(cid)
     if isinstance(taken, Refused):
         raise TaskError(toml, f"the import probe's report was refused: {taken.reason}")

@@ -17,14 +17,13 @@ from ..firewall.check import FirewallLimits
 from ..firewall.treelinks import MAX_HOPS, resolve
 from ..model.task import Task
 from ..runtime import ContainerSpec, GradingScope
+from ..runtime.base import AGENT_UID
 from .compat_prep import PREP_LIMITS
-from .intake import Refused, take_from_container
+from .intake import Crossing, Refused, take_from_container
 from .repo_patch import FilePatch, PatchError, apply_patch, touched_paths
 from .repo_policy import is_cache
 
 REPO_BYTES = 256 << 20
-AGENT_UID = 1000
-"""The agent's user on every tier; the repository it starts from is its own."""
 
 
 def read_pristine(scope: GradingScope, task: Task, image: str) -> Path:
@@ -43,10 +42,9 @@ def read_pristine(scope: GradingScope, task: Task, image: str) -> Path:
     limits = FirewallLimits(
         max_entries=entries, max_total_bytes=REPO_BYTES, max_file_bytes=REPO_BYTES
     )
-    taken = take_from_container(
-        scope, cid, workdir, REPO_BYTES * 2, limits, None, PurePosixPath(workdir).name,
-        "repo-pristine", "task-tree", tree=True,
-    )  # fmt: skip
+    top = PurePosixPath(workdir).name
+    how = Crossing(limits, None, top, "repo-pristine", "task-tree", tree=True)
+    taken = take_from_container(scope, cid, workdir, REPO_BYTES * 2, how)
     scope.discard(cid)
     if isinstance(taken, Refused):
         raise TaskError(str(task.root / "task.toml"), _refusal(taken, workdir, entries))

@@ -19,8 +19,8 @@ from assay.errors import TaskError
 
 from ..model.task import Task
 from ..runtime import ArchiveTooLarge, ContainerSpec, GradingScope, RuntimeError_
+from ..runtime.base import AGENT_UID
 
-AGENT_UID = 1000
 _ABSENT: set[tuple[str, str]] = set()
 """(image, workdir) pairs whose image has nothing at the workdir: no seed container next time.
 Safe to keep: a task's image reference names its content (a context digest, or a pinned id)."""

@@ -15,14 +15,13 @@ import json
 import secrets
 import tarfile
 from pathlib import Path
-from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from ..firewall.check import FirewallLimits
 from ..firewall.materialise import read_materialised
+from ..model.diagnostics import Judged
 from ..model.strict_json import StrictJSONError, loads_strict
 from ..model.task import Task
-from ..model.verdict import Verdict
 from ..runtime import (
     Bind,
     ContainerSpec,
@@ -37,7 +36,7 @@ from ..runtime.base import ceilings_hit, stopped_ceilings
 from ..runtime.scope import new_grading_id
 from .controller import Grading, Source
 from .fixedcases import INPUTS
-from .intake import Refused, through_firewall
+from .intake import Crossing, Refused, through_firewall
 from .judge_report import INVALID_OUTPUT, verdict_from_judge
 from .judgespec import HANDOFF, INCONTAINER, judge_spec
 from .overlap import Background
@@ -134,10 +133,10 @@ def transform_outputs(
                 raw = base64.b64decode(rc["output_b64"], validate=True)
             except (binascii.Error, TypeError, KeyError):
                 return Refused("output-firewall:bad-encoding", str(case_id)[:64], "not base64")
-            out = through_firewall(
-                scope, io.BytesIO(raw), FirewallLimits(max_total_bytes=cap), None, None,
-                "output", "output-firewall",
-            )  # fmt: skip
+            how = Crossing(
+                FirewallLimits(max_total_bytes=cap), None, None, "output", "output-firewall"
+            )
+            out = through_firewall(scope, io.BytesIO(raw), how)
             if isinstance(out, Refused):
                 return out
             prefix = f"output/{index[case_id]}"
@@ -173,9 +172,10 @@ def grade_strict(
     image: str,
     grading_id: str | None = None,
     judges: JudgePool | None = None,
-) -> Verdict:
-    """`judges`: borrow a reset judge from this pool instead of starting a fresh one (batch
-    grading only; docs/security.md). The caller must call `judges.finish(gid)` afterwards."""
+) -> Judged:
+    """The verdict with the judge's explanation of the failed cases. `judges`: borrow a reset
+    judge from this pool instead of starting a fresh one (batch grading only;
+    docs/security.md). The caller must call `judges.finish(gid)` afterwards."""
     g = Grading(rt, task, "t3", image, gid=grading_id or new_grading_id())
     lim = task.config.limits
     reasons: list[str] = []
@@ -190,25 +190,25 @@ def grade_strict(
         fixed = INPUTS.inputs(task)
 
         def start_judge() -> tuple[str, ExecResult | None, Path | None]:
-            t0 = monotonic()
-            argv = None if fixed is not None else prepare_argv(task, seed)
-            if judges is not None and judges.reusable(task):
-                lent = judges.acquire(task, image, g.gid, argv, lim.total_timeout, MAX_INPUTS_BYTES)
-                g.used("judge", image)  # the pool created it, not this grading's scope
-                if lent.reused:
-                    reasons.append("note:judge-reused")
-                g.lap("judge_prepare", t0)
-                return lent.cid, lent.prepare, None
-            handoff = scope.tempdir("handoff")
-            handoff.chmod(0o755)
-            judge = scope.container(judge_spec(task, image, g.gid, handoff))
-            prep = None
-            if argv is not None:
-                prep = rt.exec(
-                    judge, argv, deadline_s=lim.total_timeout, output_cap=MAX_INPUTS_BYTES
-                )
-            g.lap("judge_prepare", t0)
-            return judge, prep, handoff
+            with g.timed("judge_prepare"):
+                argv = None if fixed is not None else prepare_argv(task, seed)
+                if judges is not None and judges.reusable(task):
+                    lent = judges.acquire(
+                        task, image, g.gid, argv, lim.total_timeout, MAX_INPUTS_BYTES
+                    )
+                    g.used("judge", image)  # the pool created it, not this grading's scope
+                    if lent.reused:
+                        reasons.append("note:judge-reused")
+                    return lent.cid, lent.prepare, None
+                handoff = scope.tempdir("handoff")
+                handoff.chmod(0o755)
+                judge = scope.container(judge_spec(task, image, g.gid, handoff))
+                prep = None
+                if argv is not None:
+                    prep = rt.exec(
+                        judge, argv, deadline_s=lim.total_timeout, output_cap=MAX_INPUTS_BYTES
+                    )
+                return judge, prep, handoff
 
         # The judge starts and prepares while the submission is taken and the candidate's
         # container starts (docs/performance.md). They share nothing, and the candidate runs no
@@ -217,11 +217,10 @@ def grade_strict(
         with Background(start_judge) as judge_job:
             taken = g.take_submission(scope, source)
             if not isinstance(taken, Refused):
-                t0 = monotonic()
-                cand = scope.container(
-                    candidate_spec(task, g.task_image, g.gid, taken.files, inputs)
-                )
-                g.lap("candidate_start", t0)
+                with g.timed("candidate_start"):
+                    cand = scope.container(
+                        candidate_spec(task, g.task_image, g.gid, taken.files, inputs)
+                    )
         judge, prep, handoff = judge_job.result()
         if prep is not None and prep.exit_code != 0:
             # No candidate output exists yet, so nothing the submission did can explain this: it
@@ -237,60 +236,61 @@ def grade_strict(
             (inputs / "cases.json").write_bytes(json.dumps(cases).encode())
             (inputs / "cases.json").chmod(0o644)
         except (StrictJSONError, TypeError) as exc:
-            return g.fail("judge:invalid-inputs", [f"judge:{getattr(exc, 'code', 'inputs')}"])
+            why = f"judge:{getattr(exc, 'code', 'inputs')}"
+            return Judged(g.fail("judge:invalid-inputs", [why]))
         if isinstance(taken, Refused):
-            return g.fail(taken.reason)
+            return Judged(g.fail(taken.reason))
         assert cand is not None
 
-        t0 = monotonic()
-        per_case = lim.output_bytes * 4 // 3 + 1024
-        run = rt.exec(
-            cand, runner_argv(task),
-            deadline_s=min(lim.total_timeout, n_cases * lim.case_timeout + PHASE_SLACK_S),
-            output_cap=n_cases * per_case + 65536,
-        )  # fmt: skip
-        if run.timed_out:
-            reasons.append("limit:total-time")
-        if run.truncated:
-            reasons.append("limit:runner-output")
-        reasons.extend(f"limit:{c}" for c in reversed(ceilings_hit(rt, cand)))
-        # The candidate's uid can signal neither init nor the keep-alive (root), so a container
-        # that stopped under the runner at no limit was stopped from outside or by the engine:
-        # no verdict, rather than a signed fail for a correct submission. Probed only when the
-        # runner did not exit 0, so an honest grading never waits for it.
-        stopped = run.exited or (
-            run.exit_code != 0
-            and not (run.timed_out or run.truncated)
-            and rt.wait(cand, STOPPED_PROBE_S) is not None
-        )
-        if stopped and "limit:memory" not in reasons:
-            if "memory" not in stopped_ceilings(rt, cand):
-                raise RuntimeError_("the candidate's container stopped during its run at no limit")
-            reasons.append("limit:memory")
-        if task.config.kind == "transform" and not (run.timed_out or run.truncated):
-            outputs = transform_outputs(scope, run.stdout, cases, lim.artifact_bytes)
-            if isinstance(outputs, Refused):
-                return g.fail(outputs.reason)
-            rt.put_archive(judge, "/exchange", outputs)
-        g.lap("candidate", t0)
+        with g.timed("candidate"):
+            per_case = lim.output_bytes * 4 // 3 + 1024
+            run = rt.exec(
+                cand, runner_argv(task),
+                deadline_s=min(lim.total_timeout, n_cases * lim.case_timeout + PHASE_SLACK_S),
+                output_cap=n_cases * per_case + 65536,
+            )  # fmt: skip
+            if run.timed_out:
+                reasons.append("limit:total-time")
+            if run.truncated:
+                reasons.append("limit:runner-output")
+            reasons.extend(f"limit:{c}" for c in reversed(ceilings_hit(rt, cand)))
+            # The candidate's uid can signal neither init nor the keep-alive (root), so a container
+            # that stopped under the runner at no limit was stopped from outside or by the engine:
+            # no verdict, rather than a signed fail for a correct submission. Probed only when the
+            # runner did not exit 0, so an honest grading never waits for it.
+            stopped = run.exited or (
+                run.exit_code != 0
+                and not (run.timed_out or run.truncated)
+                and rt.wait(cand, STOPPED_PROBE_S) is not None
+            )
+            if stopped and "limit:memory" not in reasons:
+                if "memory" not in stopped_ceilings(rt, cand):
+                    raise RuntimeError_(
+                        "the candidate's container stopped during its run at no limit"
+                    )
+                reasons.append("limit:memory")
+            if task.config.kind == "transform" and not (run.timed_out or run.truncated):
+                outputs = transform_outputs(scope, run.stdout, cases, lim.artifact_bytes)
+                if isinstance(outputs, Refused):
+                    return Judged(g.fail(outputs.reason))
+                rt.put_archive(judge, "/exchange", outputs)
 
         # The candidate's removal overlaps the comparison; it is joined (and its failure
         # raised) before any verdict leaves this function.
         with Background(lambda: scope.discard(cand)) as removal:
-            t0 = monotonic()
-            argv = compare_argv(task, f"{HANDOFF}/runner.json")
-            if handoff is None:  # a pooled judge (it may be another than the one prepared)
-                assert judges is not None
-                judge, cmp = judges.compare(
-                    g.gid, task, argv, run.stdout, lim.total_timeout, MAX_REPORT_BYTES
-                )
-            else:
-                (handoff / "runner.json").write_bytes(run.stdout)
-                (handoff / "runner.json").chmod(0o644)
-                cmp = rt.exec(
-                    judge, argv, deadline_s=lim.total_timeout, output_cap=MAX_REPORT_BYTES
-                )
-            g.lap("judge_compare", t0)
+            with g.timed("judge_compare"):
+                argv = compare_argv(task, f"{HANDOFF}/runner.json")
+                if handoff is None:  # a pooled judge (it may be another than the one prepared)
+                    assert judges is not None
+                    judge, cmp = judges.compare(
+                        g.gid, task, argv, run.stdout, lim.total_timeout, MAX_REPORT_BYTES
+                    )
+                else:
+                    (handoff / "runner.json").write_bytes(run.stdout)
+                    (handoff / "runner.json").chmod(0o644)
+                    cmp = rt.exec(
+                        judge, argv, deadline_s=lim.total_timeout, output_cap=MAX_REPORT_BYTES
+                    )
         removal.result()
         if cmp.exit_code != 0:
             if cmp.exited or rt.wait(judge, STOPPED_PROBE_S) is not None:
@@ -298,11 +298,11 @@ def grade_strict(
                 # candidate bytes cannot stop it, so this is no verdict rather than a fail.
                 raise RuntimeError_("the judge's container stopped during compare")
             # A judge that ran and failed may have choked on the candidate's bytes: fail safe.
-            return g.fail("judge:compare-failed")
-        verdict = verdict_from_judge(g.facts(), cmp.stdout, n_cases, reasons)
-        if judges is not None and INVALID_OUTPUT not in verdict.reason_codes:
+            return Judged(g.fail("judge:compare-failed"))
+        judged = verdict_from_judge(g.facts(), cmp.stdout, n_cases, reasons)
+        if judges is not None and INVALID_OUTPUT not in judged.verdict.reason_codes:
             judges.release(g.gid)  # only a judge that behaved to the end serves again
-        return verdict
+        return judged
 
 
 def _how(res: ExecResult) -> str:
