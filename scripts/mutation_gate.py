@@ -311,6 +311,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        "task-compiled-python",
+        "a task refusing compiled Python (a `.pyc` can be what runs, unseen by the digest)",
+        "src/assay/_internal/model/task.py",
+        "    if path.name in COMPILED_DIRS or path.name.endswith(COMPILED_EXT):\n",
+        "    if False:\n",
+        (
+            "tests/test_task.py::test_compiled_python_in_a_task_is_refused"
+            "[judge/__pycache__/generate.cpython-311.pyc]",
+        ),
+    ),
+    Mutation(
         "harbor-leftover-process",
         "the harbor tier failing a grading when a process of the candidate outlives test.sh",
         "src/assay/_internal/tiers/harbor.py",
