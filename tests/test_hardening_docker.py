@@ -193,6 +193,10 @@ def solve(_):
         with open(f"/proc/{runner}/mem", "rb") as fh:
             fh.seek(start)
             return "read %d bytes" % len(fh.read(64))
+    def task_mem():  # the same file through the thread's own directory
+        with open(f"/proc/{runner}/task/{runner}/mem", "rb") as fh:
+            fh.seek(start)
+            return "read %d bytes" % len(fh.read(64))
     def mem_write():
         with open(f"/proc/{runner}/mem", "r+b", buffering=0) as fh:
             fh.seek(start)
@@ -214,6 +218,10 @@ def solve(_):
         return "listed %d fds" % len(os.listdir(f"/proc/{runner}/fd"))
     def stdout():
         with open(f"/proc/{runner}/fd/1", "wb", buffering=0) as fh:
+            fh.write(b'{"forged": true}')
+        return "wrote to the runner's stdout"
+    def task_stdout():
+        with open(f"/proc/{runner}/task/{runner}/fd/1", "wb", buffering=0) as fh:
             fh.write(b'{"forged": true}')
         return "wrote to the runner's stdout"
     def any_fd():
@@ -244,9 +252,10 @@ def solve(_):
     def kill():
         os.kill(runner, 0)
         return "may signal the runner"
-    for name, fn in (("mem", mem), ("mem_write", mem_write), ("vm_read", vm_read),
-                     ("ptrace", ptrace), ("environ", environ), ("fd", fds),
-                     ("stdout", stdout), ("any_fd", any_fd), ("kill", kill)):
+    for name, fn in (("mem", mem), ("task_mem", task_mem), ("mem_write", mem_write),
+                     ("vm_read", vm_read), ("ptrace", ptrace), ("environ", environ),
+                     ("fd", fds), ("stdout", stdout), ("task_stdout", task_stdout),
+                     ("any_fd", any_fd), ("kill", kill)):
         attempt(name, fn)
     return got
 """
@@ -271,7 +280,8 @@ def test_candidate_cannot_reach_the_runner(
     got = case["value"]
     assert case["status"] == "ok" and isinstance(got, dict), case
     assert isinstance(got["runner"], int) and got["is_parent"], got  # it found its target
-    closed = ["mem", "mem_write", "vm_read", "ptrace", "stdout", "any_fd", "kill"]
+    closed = ["mem", "task_mem", "mem_write", "vm_read", "ptrace", "stdout", "task_stdout"]
+    closed += ["any_fd", "kill"]
     if rt.name == "docker/runc":
         closed += ["environ", "fd"]
     for what in closed:
