@@ -36,6 +36,7 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 CAP_LINES = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+SWITCH_CAPS = (1 << 6) | (1 << 7) | (1 << 8)  # CAP_SETGID, CAP_SETUID, CAP_SETPCAP
 
 # (seccomp's arch token, the SysV IPC syscalls: *get, *ctl, semop, semtimedop, msgsnd,
 # msgrcv, shmat, shmdt; x86_64 also gets every x32 syscall refused below).
@@ -61,6 +62,13 @@ def take_own_uid() -> None:
     """Root with the three capabilities -> (RUNNER, CANDIDATE, RUNNER) ids, no capability."""
     if os.getuid() != 0:
         raise Refused("runner: must start as root to give the candidate a uid of its own")
+    # Exactly the container's three, nothing more: a root shell on a host (every capability)
+    # or a container given more than the runner spends is refused, not run in.
+    caps = capabilities()
+    if (caps.get("CapEff"), caps.get("CapBnd")) != (SWITCH_CAPS, SWITCH_CAPS):
+        raise Refused(
+            f"runner: must start with exactly CAP_SETUID, CAP_SETGID, CAP_SETPCAP: {caps}"
+        )
     libc = _libc()
     for cap in range(64):  # past the last capability the kernel answers EINVAL
         if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
@@ -77,10 +85,15 @@ def check_confined(ids: tuple[int, int, int]) -> None:
     capability set is empty (gVisor's status has no CapAmb line; it is checked where present)."""
     if os.getresuid() != ids or os.getresgid() != ids or os.getgroups():
         raise Refused(f"runner: ids {os.getresuid()}/{os.getresgid()}, wanted {ids}")
-    with open("/proc/self/status") as fh:
-        caps = {k: v.strip() for k, _, v in (ln.partition(":") for ln in fh) if k in CAP_LINES}
-    if set(CAP_LINES) - {"CapAmb"} - set(caps) or any(int(v, 16) for v in caps.values()):
+    caps = capabilities()
+    if set(CAP_LINES) - {"CapAmb"} - set(caps) or any(caps.values()):
         raise Refused(f"runner: capabilities left after dropping them: {caps}")
+
+
+def capabilities() -> dict[str, int]:
+    with open("/proc/self/status") as fh:
+        lines = (ln.partition(":") for ln in fh)
+        return {k: int(v.strip(), 16) for k, _, v in lines if k in CAP_LINES}
 
 
 def become_candidate() -> None:
