@@ -266,7 +266,8 @@ class DockerRuntime:
         return cid
 
     def _exec_user(self, cid: str) -> str:
-        """The user every exec in cid runs as: the spec's, never the container's root init."""
+        """The user every exec in cid runs as: the spec's, never the container's root init;
+        root only in a `switch_user` container, whose runner gives root up itself."""
         if cid not in self._users:
             labels = self._call("exec", self._api.inspect_container, cid)["Config"]["Labels"]
             user = (labels or {}).get(EXEC_USER_LABEL)
