@@ -117,10 +117,18 @@ def test_strict_candidate_adds_only_the_uid_switch(
 
 
 CAPS = r"""
-import ctypes
+import ctypes, os
 def solve(_):
     # gVisor's /proc/<pid>/status has no NoNewPrivs line; prctl answers on both runtimes.
     out = {"nnp": ctypes.CDLL(None).prctl(39, 0, 0, 0, 0)}  # PR_GET_NO_NEW_PRIVS
+    # The runner's ids, root, a group: none can be taken back without a capability.
+    for name, regain in (("uid", lambda: os.setresuid(-1, 1001, -1)), ("root", lambda: os.setuid(0)),
+                         ("gid", lambda: os.setresgid(-1, 1001, -1)), ("groups", lambda: os.setgroups([0]))):
+        try:
+            regain()
+            out["regained." + name] = True
+        except PermissionError:
+            out["regained." + name] = False
     for who in ("self", "1"):
         with open(f"/proc/{who}/status") as fh:
             for line in fh:
@@ -155,6 +163,7 @@ def test_candidate_process_has_no_capabilities(
     for cap in ("CapPrm", "CapEff", "CapBnd"):
         assert int(got[f"1.{cap}"], 16) == switch, (cap, got)
     assert got["nnp"] == 1, got
+    assert not any(v for k, v in got.items() if k.startswith("regained.")), got
 
 
 PROC_PEEK = r"""
