@@ -302,12 +302,49 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
-        "runner-non-dumpable",
-        "the runner making itself non-dumpable before any candidate code runs",
+        "runner-own-uid",
+        "the runner keeping real and saved uid/gid of its own, which no candidate id matches",
+        "src/assay/_incontainer/confine.py",
+        "    ids = (RUNNER_UID, CANDIDATE_UID, RUNNER_UID)\n",
+        "    ids = (CANDIDATE_UID, CANDIDATE_UID, CANDIDATE_UID)\n",
+        (f"{HARDENING}::test_candidate_cannot_reach_the_runner[runc]",),
+    ),
+    Mutation(
+        "runner-case-drops-uid",
+        "each case's process dropping to the candidate's uid for real, effective and saved ids",
         "src/assay/_incontainer/runner.py",
-        "    make_non_dumpable()\n",
+        "(call, a.entry) if call is not None else None, confine.become_candidate,",
+        "(call, a.entry) if call is not None else None, lambda: None,",
+        (f"{HARDENING}::test_candidate_process_has_no_capabilities[runc]",),
+    ),
+    Mutation(
+        "runner-bounding-set",
+        "the runner emptying its bounding set before it gives up root",
+        "src/assay/_incontainer/confine.py",
+        "    for cap in range(64):",
+        "    for cap in range(0):",
+        (f"{HARDENING}::test_candidate_process_has_no_capabilities[runc]",),
+    ),
+    Mutation(
+        "runner-sysv-ipc-filter",
+        "the runner's seccomp filter refusing SysV IPC (state carried between cases)",
+        "src/assay/_incontainer/runner.py",
+        "    confine.deny_sysv_ipc()\n",
         "",
-        (f"{HARDENING}::test_candidate_cannot_reach_the_runner_through_proc[runc]",),
+        (
+            "tests/test_runner_state_docker.py::test_no_case_sees_sysv_ipc_an_earlier_case_left[runc]",
+        ),
+    ),
+    Mutation(
+        "task-compiled-python",
+        "a task refusing compiled Python (a `.pyc` can be what runs, unseen by the digest)",
+        "src/assay/_internal/model/task.py",
+        "    if path.name in COMPILED_DIRS or path.name.endswith(COMPILED_EXT):\n",
+        "    if False:\n",
+        (
+            "tests/test_task.py::test_compiled_python_in_a_task_is_refused"
+            "[judge/__pycache__/generate.cpython-311.pyc]",
+        ),
     ),
     Mutation(
         "harbor-leftover-process",

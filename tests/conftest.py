@@ -35,3 +35,18 @@ def docker_runtime():  # type: ignore[no-untyped-def]
     from assay._internal.runtime.docker import DockerRuntime
 
     return DockerRuntime()
+
+
+@pytest.fixture
+def private_tempdir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Every temp dir the harness makes during the test goes into a directory of the test's
+    own (so other tests and other suites on the machine cannot be mistaken for it), and the
+    test fails if any `assay-*` one is still there at its end."""
+    import tempfile
+
+    private = tmp_path_factory.mktemp("private-tmp")
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    yield private
+    left = sorted(p.name for p in private.glob("assay-*"))
+    assert not left, f"temp dirs left behind: {left}"

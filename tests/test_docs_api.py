@@ -20,6 +20,7 @@ def test_api_doc_has_examples() -> None:
 
 
 @pytest.mark.docker
+@pytest.mark.usefixtures("private_tempdir")  # the examples' temp dirs too (a key's, a pool's)
 def test_api_doc_examples_run(monkeypatch: pytest.MonkeyPatch, base_image: str) -> None:
     if os.environ.get("ASSAY_NO_DOCKER") == "1":
         pytest.skip("ASSAY_NO_DOCKER=1: fast subset requested")

@@ -17,6 +17,8 @@ from assay._internal.runtime.fake import FakeContainer, FakeRuntime
 from assay._internal.tiers.fixedcases import InputCache, fixed_cases
 from assay._internal.tiers.judgepool import RESET_ARGV, JudgePool, Lent, fill
 
+# Every temp dir a pool makes is removed: each test fails on one left (conftest.py).
+pytestmark = pytest.mark.usefixtures("private_tempdir")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PREPARE = ("python3", "-I", "/assay/judge.py", "prepare", "--seed", "1")
 COMPARE = ("python3", "-I", "/assay/judge.py", "compare", "--kind", "function")

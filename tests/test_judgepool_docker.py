@@ -19,7 +19,8 @@ from assay._internal.tiers.fixedcases import fixed_cases
 from assay._internal.tiers.judgepool import JudgePool, Lent
 from assay._internal.tiers.strict import compare_argv, prepare_argv
 
-pytestmark = pytest.mark.docker
+# Every temp dir a pool makes is removed: each test fails on one left (conftest.py).
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("private_tempdir")]
 
 ADD = Path(__file__).resolve().parent.parent / "examples" / "add"
 WORDCOUNT = ADD.parent / "wordcount"

@@ -6,6 +6,8 @@ A candidate plants state in every place it can write (a file in /dev/shm, a mess
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import pytest
@@ -163,3 +165,55 @@ def test_no_case_sees_what_an_earlier_case_set_in_memory(base_image: str, tmp_pa
     )
     assert store["status"] == "ok" and store["value"] == "ok", store
     assert recall["status"] == "ok" and recall["value"] == [], recall
+
+
+# SysV IPC lives in the container's IPC namespace, not in any directory the runner empties:
+# a segment or a queue made in one case outlives its process (issue 23, item 7b).
+STORE_IN_SYSV = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+IPC_CREAT, IPC_NOWAIT, KEY = 0o1000, 0o4000, 0x7A55A7
+class Msg(ctypes.Structure):
+    _fields_ = [("mtype", ctypes.c_long), ("mtext", ctypes.c_char * 64)]
+def err():
+    return "failed:" + os.strerror(ctypes.get_errno())
+def solve(x):
+    libc.shmat.restype = ctypes.c_void_p
+    if x.startswith("store:"):
+        secret = x[6:].encode()
+        shm = libc.shmget(KEY, 4096, IPC_CREAT | 0o600)
+        if shm < 0:
+            return err()
+        addr = libc.shmat(shm, None, 0)
+        ctypes.memmove(addr, secret, len(secret))
+        q = libc.msgget(KEY, IPC_CREAT | 0o600)
+        if q < 0:
+            return err()
+        m = Msg(1, secret)
+        libc.msgsnd(q, ctypes.byref(m), len(secret), IPC_NOWAIT)
+        return "ok"
+    found = []
+    shm = libc.shmget(KEY, 0, 0)
+    if shm >= 0:
+        addr = libc.shmat(shm, None, 0o10000)  # SHM_RDONLY
+        found.append(ctypes.string_at(addr, 10).decode())
+    q = libc.msgget(KEY, 0)
+    if q >= 0:
+        m = Msg()
+        if libc.msgrcv(q, ctypes.byref(m), 64, 0, IPC_NOWAIT) >= 0:
+            found.append(m.mtext.decode())
+    return found
+"""
+
+
+@pytest.mark.parametrize("oci", ["runc", "runsc"])
+def test_no_case_sees_sysv_ipc_an_earlier_case_left(
+    oci: str, base_image: str, tmp_path: Path
+) -> None:
+    store, recall = run_function(
+        docker_rt(oci), base_image, tmp_path, STORE_IN_SYSV, ["store:7d1e5c0a9b", "recall"]
+    )
+    assert store["status"] == "ok" and recall["status"] == "ok", (store, recall)
+    # No SysV IPC call reaches the kernel: the runner's filter answers ENOSYS to every one.
+    assert store["value"] == "failed:" + os.strerror(errno.ENOSYS), store
+    assert recall["value"] == [], (store, recall)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import importlib.util
+import py_compile
 import shutil
 from pathlib import Path
 
@@ -138,3 +140,80 @@ def test_a_session_refuses_to_start_on_vcs_history(tmp_path: Path) -> None:
     with pytest.raises(UnsafeInputsError, match=r"\.git"), grader.session(root):
         pass
     assert rt.containers == {}, "the agent must not start"
+
+
+FAKE_GENERATOR = """
+def generate(seed):
+    return [{"id": f"case-{x}", "input": [x], "expected": x * 7} for x in range(5)]
+"""
+
+
+def plant_unchecked_pyc(root: Path, rel: str, source: str) -> Path:
+    """Compile `source` as the cached bytecode of `rel` (a source file of the task), in the
+    unchecked-hash form Python loads whatever the source file holds (PEP 552)."""
+    src = root / rel
+    fake = src.with_name("planted_src.py")
+    fake.write_text(source)
+    pyc = Path(importlib.util.cache_from_source(str(src)))
+    py_compile.compile(
+        str(fake), cfile=str(pyc), invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
+    )
+    fake.unlink()
+    pyc.chmod(0o644)
+    pyc.parent.chmod(0o755)
+    return pyc
+
+
+def test_a_cached_pyc_runs_instead_of_its_source(tmp_path: Path) -> None:
+    """Why caches matter (issue 23, item 7c): the bytecode cache beside a judge file is what
+    Python runs, while the source a reviewer reads, and (before) the digest, stay the same."""
+    root = _copy(tmp_path, "canary")
+    plant_unchecked_pyc(root, "judge/generate.py", FAKE_GENERATOR)
+    spec = importlib.util.spec_from_file_location("gen", root / "judge" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.generate(1)[3]["expected"] == 21
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "judge/__pycache__/generate.cpython-311.pyc",
+        "judge/helper.pyc",
+        "judge/lib/helper.pyo",
+        "inputs/__pycache__/x.cpython-311.pyc",
+        "judge/__pycache__/README",
+    ],
+)
+def test_compiled_python_in_a_task_is_refused(tmp_path: Path, where: str) -> None:
+    """Issue 23, item 7c: `__pycache__/` was left out of the digest at any depth, so a cached
+    `.pyc` could change what the judge runs without changing the digest. Compiled Python is
+    now refused anywhere in the task (a sourceless `foo.pyc` is imported as `foo` too)."""
+    root = _copy(tmp_path, "canary")
+    clean = load_task(root).digest
+    (root / where).parent.mkdir(parents=True, exist_ok=True)
+    (root / where).write_bytes(b"\x00" * 16)
+    with pytest.raises(TaskError, match=r"compiled Python in the task \(.*\): delete it"):
+        load_task(root)
+    assert clean.startswith("sha256:")
+
+
+def test_compiled_python_at_the_top_level_solutions_is_not_the_task(tmp_path: Path) -> None:
+    root = _copy(tmp_path, "canary")
+    before = load_task(root).digest
+    (root / "solutions" / "right" / "__pycache__").mkdir(parents=True)
+    (root / "solutions" / "right" / "__pycache__" / "s.cpython-311.pyc").write_bytes(b"x")
+    assert load_task(root).digest == before
+
+
+def test_digest_covers_a_link_to_a_directory(tmp_path: Path) -> None:
+    """A link to a directory is not walked; it is digested as a link (its target)."""
+    root = _copy(tmp_path, "canary")
+    (root / "judge" / "a").mkdir()
+    (root / "judge" / "b").mkdir()
+    (root / "judge" / "lib").symlink_to("a")
+    before = load_task(root).digest
+    (root / "judge" / "lib").unlink()
+    (root / "judge" / "lib").symlink_to("b")
+    assert load_task(root).digest != before

@@ -2,9 +2,9 @@
 
 Calls the candidate once per case, each in a fresh process, under a per-case timeout,
 with capped output, and kills every other process between cases so nothing carries
-over. It prints one JSON document on its own stdout. The runner makes itself
-non-dumpable first: candidate processes share its uid, and without that they could
-open /proc/<runner>/fd/1 or its memory and forge other cases' results.
+over. It prints one JSON document on its own stdout. It starts as root and first takes a
+uid of its own, with no capability left (confine.py): a candidate process sharing its uid
+could open /proc/<runner>/fd/1 or its memory and forge other cases' results.
 
 Function cases are forked from the runner by default (`--spawn fork`) instead of started as
 a new interpreter: the runner never loads candidate code, so each case's process starts as a
@@ -13,7 +13,6 @@ copy of a process no candidate touched, and dies with its case (docs/security.md
 
 import atexit
 import base64
-import ctypes
 import importlib.util
 import io
 import json
@@ -29,7 +28,6 @@ import time
 import traceback
 from typing import Any
 
-PR_SET_DUMPABLE = 4
 # Every place a candidate process can write: the root file system and every bind are
 # read-only. Each is emptied after every case (a transform's /output once it is packed).
 SCRATCH = ("/tmp", "/dev/shm", "/dev/mqueue")
@@ -38,11 +36,6 @@ CGROUP_COUNTERS = {
     "pids": ("/sys/fs/cgroup/pids/pids.events", "max"),
     "memory": ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
 }
-
-
-def make_non_dumpable() -> None:
-    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise SystemExit("runner: prctl(PR_SET_DUMPABLE) failed; refusing to run unprotected")
 
 
 def counter(name: str) -> int:
@@ -132,8 +125,8 @@ def empty_dir(top: str) -> bool:
     if not os.path.isdir(top):
         return True
     try:
-        # Every entry is ours (the candidate shares our uid), so a directory made unreadable
-        # or unwritable is given back its modes before anything under it is removed.
+        # Every entry is ours (the candidate's uid is our effective one), so a directory made
+        # unreadable or unwritable is given back its modes before anything under it is removed.
         for root, dirs, _files in os.walk(top):
             for d in dirs:
                 path = os.path.join(root, d)
@@ -149,10 +142,10 @@ def empty_dir(top: str) -> bool:
         return False
 
 
-def load_call() -> Any:
-    """call.py as a module of the runner, loaded (trusted code only) before any case runs."""
+def load_sibling(name: str) -> Any:
+    """A module beside this file (trusted code only), loaded before any case runs."""
     here = os.path.dirname(os.path.abspath(__file__))
-    spec = importlib.util.spec_from_file_location("assay_call", os.path.join(here, "call.py"))
+    spec = importlib.util.spec_from_file_location(f"assay_{name}", os.path.join(here, f"{name}.py"))
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -161,11 +154,14 @@ def load_call() -> Any:
 
 class Forked:
     """A case's process forked from the runner, with the part of `subprocess.Popen` that
-    `run_one` uses. The child becomes what `python3 -I call.py ENTRY FD` would be: its own
-    session, the case's cwd and environment, only fds 0-2 and the result pipe, default
-    SIGINT; it exits through `os._exit`, so it can never return into the runner's code."""
+    `run_one` uses. The child takes the candidate's uid (`become`), then becomes what
+    `python3 -I call.py ENTRY FD` would be: its own session, the case's cwd and environment,
+    only fds 0-2 and the result pipe, default SIGINT; it exits through `os._exit`, so it can
+    never return into the runner's code."""
 
-    def __init__(self, call: Any, entry: str, wfd: int, cwd: str, env: dict[str, str]) -> None:
+    def __init__(
+        self, call: Any, entry: str, wfd: int, cwd: str, env: dict[str, str], become: Any
+    ) -> None:
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -175,6 +171,7 @@ class Forked:
         if pid == 0:  # the case's process
             code = 127
             try:
+                become()
                 os.setsid()
                 for fd, target in ((in_r, 0), (out_w, 1), (err_w, 2)):
                     os.dup2(fd, target)
@@ -257,10 +254,12 @@ def run_one(
     cap: int,
     result_pipe: bool,
     env: dict[str, str],
-    fork: tuple[Any, str] | None = None,
+    fork: tuple[Any, str] | None,
+    become: Any,
 ) -> tuple[str, int | None, dict[str, bytes], str | None, float]:
-    """Run argv (or, with `fork` = (call module, entry), fork the function call); return
-    (status, exit_code, outputs dict, limit, seconds)."""
+    """Run argv (or, with `fork` = (call module, entry), fork the function call) in a process
+    that first calls `become` (the drop to the candidate's uid); return (status, exit_code,
+    outputs dict, limit, seconds)."""
     extra: tuple[int, ...] = ()
     rfd = wfd = None
     if result_pipe:
@@ -272,7 +271,7 @@ def run_one(
     try:
         if fork is not None:
             assert wfd is not None
-            proc = Forked(fork[0], fork[1], wfd, cwd, env)
+            proc = Forked(fork[0], fork[1], wfd, cwd, env, become)
         else:
             proc = subprocess.Popen(
                 argv,
@@ -284,6 +283,7 @@ def run_one(
                 close_fds=True,
                 env=env,
                 start_new_session=True,
+                preexec_fn=become,
             )
     except OSError as exc:
         return "error", None, {"stderr": str(exc).encode()}, None, 0.0
@@ -372,13 +372,22 @@ def main() -> None:
     ap.add_argument("--cases", default="/inputs/cases.json")
     ap.add_argument("--spawn", choices=["fork", "exec"], default="exec")
     a = ap.parse_args()
-    if os.getuid() == 0 or b"init" not in open("/proc/1/cmdline", "rb").read():
+    if b"init" not in open("/proc/1/cmdline", "rb").read():
         # kill_others() kills every process it may: only sane inside a container's own
-        # pid namespace (PID 1 is docker-init) and never with root's reach.
-        raise SystemExit("runner: refusing to run outside an unprivileged container")
-    make_non_dumpable()
+        # pid namespace (PID 1 is docker-init).
+        raise SystemExit("runner: refusing to run outside a container")
+    confine = load_sibling("confine")
+    # Before anything else: from here on no capability is left, so kill_others() cannot reach
+    # beyond the candidate's uid, and no process of the candidate can reach ours.
+    confine.take_own_uid()
+    confine.deny_sysv_ipc()
+    # The exec's stdin is a host descriptor that gVisor lets any uid reopen through /proc;
+    # the runner reads nothing from it, and /dev/null is everyone's anyway.
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
     # Loaded before any candidate code runs, so every forked case starts from trusted state.
-    call = load_call() if a.kind == "function" and a.spawn == "fork" else None
+    call = load_sibling("call") if a.kind == "function" and a.spawn == "fork" else None
     TRUSTED.update(live_pids())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with open(a.cases, "rb") as fh:
@@ -419,7 +428,7 @@ def main() -> None:
                 argv += [indir, outdir]
         status, code, outs, limit, secs = run_one(
             argv, stdin, cwd, a.case_timeout, a.output_cap, result_pipe, case_env(),
-            (call, a.entry) if call is not None else None,
+            (call, a.entry) if call is not None else None, confine.become_candidate,
         )  # fmt: skip
         packed = b""
         if a.kind == "transform":

@@ -356,24 +356,57 @@ UNDIGESTED_TOP = frozenset({"solutions", "attempts"})
 """Reference submissions beside the task, not part of it; only at the top: a `solutions/`
 under `inputs/` is something the agent sees, one under `judge/` something the judge runs."""
 
+COMPILED_DIRS = frozenset({"__pycache__"})
+COMPILED_EXT = (".pyc", ".pyo")
+CACHE_FIX = (
+    "delete it (find TASK -name __pycache__ -prune -exec rm -r {} + -o -name '*.py[co]' -delete)"
+)
+
 
 def tree_digest(root: Path) -> str:
-    """sha256 over the task tree (paths and bytes, sorted), so a verdict names the exact task."""
+    """sha256 over the task tree (paths and bytes, sorted; links as their targets), so a
+    verdict names the exact task. Every file counts: compiled Python is refused instead of
+    being left out, since a `.pyc` can be what runs (`compiled_python`)."""
     h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=_unreadable):
         top = dirpath == str(root)
-        dirnames[:] = sorted(
-            d for d in dirnames if d != "__pycache__" and not (top and d in UNDIGESTED_TOP)
-        )
-        for name in sorted(filenames):
-            p = Path(dirpath) / name
+        dirnames[:] = sorted(d for d in dirnames if not (top and d in UNDIGESTED_TOP))
+        here = Path(dirpath)
+        # A link to a directory is listed with the directories and never walked into: it is
+        # digested as a link, like a link to a file, so changing its target changes the digest.
+        links = [d for d in dirnames if (here / d).is_symlink()]
+        dirnames[:] = [d for d in dirnames if d not in links]
+        for name in sorted([*filenames, *links]):
+            p = here / name
             rel = p.relative_to(root).as_posix()
+            compiled_python(p, rel)
             h.update(rel.encode() + b"\0")
             if p.is_symlink():
                 h.update(b"L" + os.readlink(p).encode() + b"\0")
-            else:
+            elif p.is_file():
                 h.update(hashlib.sha256(p.read_bytes()).digest())
+            else:
+                raise TaskError(str(p), "not a regular file, directory or link")
+        for d in dirnames:
+            compiled_python(here / d, (here / d).relative_to(root).as_posix())
     return "sha256:" + h.hexdigest()
+
+
+def _unreadable(exc: OSError) -> None:
+    """A directory the walk cannot list would otherwise be left out of the digest silently."""
+    raise TaskError(str(exc.filename), f"cannot read: {exc.strerror}")
+
+
+def compiled_python(path: Path, rel: str) -> None:
+    """Refuse a bytecode cache or compiled module anywhere in the task. Python imports a
+    `__pycache__/*.pyc` instead of its source when the size and mtime it records match the
+    source's (or, hash-based and unchecked, whatever the source holds), and a `foo.pyc` with
+    no `foo.py` as the module itself: either can change what the judge, the tests or a
+    generator run while the source a reviewer reads stays the same. Left out of the digest
+    (as they were until issue 23), they changed what ran without changing the digest;
+    digested, a local test run would change the task's identity. So they are refused."""
+    if path.name in COMPILED_DIRS or path.name.endswith(COMPILED_EXT):
+        raise TaskError(str(path), f"compiled Python in the task ({rel}): {CACHE_FIX}")
 
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS"})

@@ -94,6 +94,10 @@ class ContainerSpec:
     # Only the naive baseline (T0) and fresh baseline (T1) turn these off, to model
     # what unsafe harnesses do; every real tier keeps them.
     hardened: bool = True
+    switch_user: bool = False
+    """The strict tier's candidate: its one exec (the runner) starts as root holding only
+    CAP_SETUID, CAP_SETGID and CAP_SETPCAP, and itself drops them, keeping a uid of its own
+    and running each case as `user` (_incontainer/confine.py). Hardened containers only."""
     network: Literal["none", "host"] = "none"
     """Only for an unhardened container; a hardened one has no network whatever this says."""
 

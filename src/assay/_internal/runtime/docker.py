@@ -40,6 +40,12 @@ _CGROUP_EVENTS = (
 )
 REMOVE_WAIT_S = 10
 EXEC_USER_LABEL = "assay.exec-user"
+SWITCH_CAPS = ("SETUID", "SETGID", "SETPCAP")
+"""All a `switch_user` container holds: the two to switch uids and the one to empty the
+bounding set first. Held by its root processes only: init and keep-alive (which no other uid
+can signal, trace or open through /proc) and the runner until it drops them. The engine gives
+a root exec capabilities only in a container whose own user is root, and runc refuses a
+privileged exec under no-new-privileges, so init stays root (measured on Docker 20.10)."""
 START_DOCKER_FIX = "run `bash scripts/setup.sh` (installs Docker if needed and starts dockerd)"
 STUCK_FIX = (
     "a container's runtime shim stopped answering (see the engine's log); the engine frees it "
@@ -179,11 +185,14 @@ class DockerRuntime:
     # -- lifecycle -------------------------------------------------------------------------
 
     def create(self, spec: ContainerSpec) -> str:
+        if spec.switch_user and not spec.hardened:
+            raise RuntimeError_("switch_user is only for a hardened container")
+        exec_user = "0:0" if spec.switch_user else spec.user
         labels = {
             LABEL: spec.grading_id,
             ROLE_LABEL: spec.role,
             OWNER_LABEL: this_owner(),
-            EXEC_USER_LABEL: spec.user,
+            EXEC_USER_LABEL: exec_user,
         }
         mounts = [
             Mount(target=b.target, source=str(b.source), type="bind", read_only=b.read_only)
@@ -232,6 +241,8 @@ class DockerRuntime:
                     tmpfs={"/tmp": f"size={lim.tmp_bytes},mode=1777,nosuid,nodev"},
                     ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],
                 )
+                if spec.switch_user:
+                    kwargs["cap_add"] = list(SWITCH_CAPS)
             else:
                 kwargs.update(user=spec.user, network_mode=spec.network)
             if self._oci_runtime:
@@ -252,11 +263,12 @@ class DockerRuntime:
             ) from exc
         except docker.errors.APIError as exc:
             raise RuntimeError_(f"could not create the {spec.role} container: {exc}") from exc
-        self._users[cid] = spec.user
+        self._users[cid] = exec_user
         return cid
 
     def _exec_user(self, cid: str) -> str:
-        """The user every exec in cid runs as: the spec's, never the container's root init."""
+        """The user every exec in cid runs as: the spec's, never the container's root init;
+        root only in a `switch_user` container, whose runner gives root up itself."""
         if cid not in self._users:
             labels = self._call("exec", self._api.inspect_container, cid)["Config"]["Labels"]
             user = (labels or {}).get(EXEC_USER_LABEL)

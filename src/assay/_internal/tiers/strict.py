@@ -61,6 +61,8 @@ def candidate_spec(task: Task, image: str, gid: str, files: Path, inputs: Path) 
         scratch=scratch,
         limits=Limits(memory_bytes=lim.memory_mb * 2**20, pids=lim.pids, cpus=lim.cpus),
         workdir="/candidate",
+        # The runner keeps a uid the candidate does not share (docs/security.md).
+        switch_user=True,
     )
 
 
