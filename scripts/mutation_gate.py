@@ -55,6 +55,7 @@ JP = "tests/test_judgepool.py"
 JPD = "tests/test_judgepool_docker.py"
 JI = "tests/test_judge_incontainer.py"
 HC = "tests/test_harbor_controller.py"
+VC = "tests/test_value_collisions.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -203,6 +204,49 @@ MUTATIONS: tuple[Mutation, ...] = (
         "ok = fn(*args, actual) is True",
         "ok = bool(fn(*args, actual))",
         (f"{JI}::test_custom_comparator_passes_only_on_a_real_true",),
+    ),
+    Mutation(
+        "judge-values-hash-free-sets",
+        "decoding a set without hashing its elements (a flood of one hash value is quadratic)",
+        "src/assay/_incontainer/values.py",
+        'return Set(tag == "$frozenset", items, keys, order)',
+        'return (frozenset if tag == "$frozenset" else set)(items)',
+        (f"{VC}::test_a_collision_flood_decodes_and_compares_without_hashing[exact-set]",),
+    ),
+    Mutation(
+        "judge-values-hash-free-dicts",
+        "decoding a dict without hashing its keys (a flood of one hash value is quadratic)",
+        "src/assay/_incontainer/values.py",
+        "    return Dict(pairs, keys, order)",
+        "    return dict(pairs)",
+        (f"{VC}::test_a_collision_flood_decodes_and_compares_without_hashing[exact-dict-keys]",),
+    ),
+    Mutation(
+        "judge-native-collision-bound",
+        "a custom comparator's Python set or dict built only with few elements per hash value",
+        "src/assay/_incontainer/values.py",
+        "        if n > MAX_SAME_HASH:",
+        "        if False:",
+        (
+            f"{VC}::test_python_values_refuse_a_flood_before_building_it",
+            f"{VC}::test_a_custom_comparator_never_gets_a_flood",
+        ),
+    ),
+    Mutation(
+        "judge-equal-nan-at-depth",
+        "`equal` never matching a NaN inside a container (== matches the same object)",
+        "src/assay/_incontainer/judge.py",
+        'return _equal(exp, actual), "compare:mismatch"',
+        'return bool(values.native(actual) == values.decode(case["expected"])), "x"',
+        ("tests/test_comparators.py::test_equal_never_matches_nan_at_any_depth",),
+    ),
+    Mutation(
+        "judge-equal-nan-in-sets",
+        "`equal` never matching a set element or dict key that holds a NaN",
+        "src/assay/_incontainer/judge.py",
+        "return isinstance(a, values.Set) and not e.nan and not a.nan and e.keys == a.keys",
+        "return isinstance(a, values.Set) and e.keys == a.keys",
+        ("tests/test_comparators.py::test_equal_never_matches_nan_at_any_depth",),
     ),
     Mutation(
         "vcs-history-refusal",
