@@ -141,8 +141,27 @@ def dumps(value: Any) -> bytes:
 
 def canon(value: Any) -> str:
     """One text per value up to ==-equal floats (0.0/-0.0) and the order of sets and dicts;
-    type-faithful: 1, 1.0 and True, a list and a tuple, all give different texts."""
-    return _text(encode(value, canonical=True))
+    type-faithful: 1, 1.0 and True, a list and a tuple, all give different texts. The same
+    text as _text(encode(value, canonical=True)), built bottom-up: each node's text once, so
+    64 nested sets cost no more than 64 nested lists."""
+    return _canon_text(encode(value))
+
+
+def _canon_text(t: Any) -> str:
+    if isinstance(t, list):
+        return "[" + ",".join(map(_canon_text, t)) + "]"
+    if isinstance(t, dict):
+        if len(t) == 1 and next(iter(t)) in ("$set", "$frozenset"):
+            [(tag, items)] = t.items()
+            return f'{{"{tag}":[' + ",".join(sorted(map(_canon_text, items))) + "]}"
+        if len(t) == 1 and "$dict" in t:
+            pairs = sorted((_canon_text(k), _canon_text(v)) for k, v in t["$dict"])
+            return '{"$dict":[' + ",".join(f"[{k},{v}]" for k, v in pairs) + "]}"
+        fields = sorted(t.items(), key=lambda p: str(p[0]))
+        return "{" + ",".join(f"{_text(k)}:{_canon_text(v)}" for k, v in fields) + "}"
+    if isinstance(t, float) and t == 0:
+        return "0.0"
+    return _text(t)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -272,7 +291,7 @@ def _dec_tag(tag: str, body: Any, path: str, depth: int) -> Any:
     if tag == "$dict":
         return _dec_dict(body, path, depth)
     items = [_dec(x, f"{path}[{i}]", depth) for i, x in enumerate(body)]
-    keys = [_eqkey(x, f"{path}[{i}]") for i, x in enumerate(items)]
+    keys = _eqkeys(items, path, "")
     order = sorted(range(len(keys)), key=keys.__getitem__)
     if (dup := _first_duplicate(keys, order)) is not None:
         raise BadValue(f"{path}[{dup}]", f"duplicate {tag[1:]} element")
@@ -303,7 +322,7 @@ def _dec_dict(body: list[Any], path: str, depth: int) -> Dict:
 
 
 def _make_dict(pairs: list[tuple[Any, Any]], path: str, suffix: str) -> Dict:
-    keys = [_eqkey(k, f"{path}[{i}]{suffix}") for i, (k, _) in enumerate(pairs)]
+    keys = _eqkeys([k for k, _ in pairs], path, suffix)
     order = sorted(range(len(keys)), key=keys.__getitem__)
     if (dup := _first_duplicate(keys, order)) is not None:
         raise BadValue(f"{path}[{dup}]{suffix}", "duplicate dict key")
@@ -327,12 +346,19 @@ class Set:
     key, and `order`, the indices sorted by key. Two Sets are ==-equal as Python sets are when
     their sorted keys are, and neither holds a NaN (which == finds only by identity)."""
 
-    __slots__ = ("frozen", "items", "keys", "nan", "order")
+    __slots__ = ("_nan", "frozen", "items", "keys", "order")
 
     def __init__(self, frozen: bool, items: list[Any], keys: list[str], order: list[int]) -> None:
         self.frozen, self.items, self.order = frozen, items, order
         self.keys = [keys[i] for i in order]
-        self.nan = any(map(_has_nan, items))
+        self._nan: bool | None = None
+
+    @property
+    def nan(self) -> bool:
+        """Whether an element holds a NaN (worked out once, only when `equal` asks)."""
+        if self._nan is None:
+            self._nan = any(map(_has_nan, self.items))
+        return self._nan
 
     def __len__(self) -> int:
         return len(self.items)
@@ -348,12 +374,19 @@ class Dict:
     """A decoded dict, never hashed: its pairs in wire order, and as for Set, the keys' equality
     keys sorted, with `order` the pair indices in that order."""
 
-    __slots__ = ("keys", "nan", "order", "pairs")
+    __slots__ = ("_nan", "keys", "order", "pairs")
 
     def __init__(self, pairs: list[tuple[Any, Any]], keys: list[str], order: list[int]) -> None:
         self.pairs, self.order = pairs, order
         self.keys = [keys[i] for i in order]
-        self.nan = any(_has_nan(k) for k, _ in pairs)
+        self._nan: bool | None = None
+
+    @property
+    def nan(self) -> bool:
+        """Whether a key holds a NaN (worked out once, only when `equal` asks)."""
+        if self._nan is None:
+            self._nan = any(_has_nan(k) for k, _ in self.pairs)
+        return self._nan
 
     def __len__(self) -> int:
         return len(self.pairs)
@@ -367,7 +400,25 @@ class Dict:
 # a tuple's or frozenset's key is its elements' keys in a row. Linear to build, compared as text.
 
 
-def _eqkey(v: Any, path: str) -> str:
+class _Unhashable(Exception):
+    pass
+
+
+def _eqkeys(items: list[Any], path: str, suffix: str) -> list[str]:
+    try:
+        return [_eqkey(x) for x in items]
+    except _Unhashable:  # the message names the element, as hash() of it would fail
+        for i, x in enumerate(items):
+            try:
+                _eqkey(x)
+            except _Unhashable as exc:
+                raise BadValue(f"{path}[{i}]{suffix}", str(exc)) from None
+        raise  # pragma: no cover - the loop finds the element that failed
+
+
+def _eqkey(v: Any) -> str:
+    if type(v) is int:
+        return f"i{v:x};"
     if v is None:
         return "n"
     if isinstance(v, (bool, int)):
@@ -383,11 +434,11 @@ def _eqkey(v: Any, path: str) -> str:
     if isinstance(v, bytes):
         return f"b{len(v)}:{v.decode('latin-1')}"
     if isinstance(v, tuple):
-        return "t" + "".join(_eqkey(x, f"{path}[{i}]") for i, x in enumerate(v)) + ")"
+        return "t" + "".join(map(_eqkey, v)) + ")"
     if isinstance(v, Set) and v.frozen:
         return "F" + "".join(v.keys) + ")"
     kind = "set" if isinstance(v, Set) else "dict" if isinstance(v, Dict) else type(v).__name__
-    raise BadValue(path, f"a {kind} cannot be a set element or dict key")
+    raise _Unhashable(f"a {kind} cannot be a set element or dict key")
 
 
 def _has_nan(v: Any) -> bool:
@@ -408,7 +459,7 @@ def data(value: Any) -> Any:
         return tuple(data(x) for x in value)
     if isinstance(value, (set, frozenset)):
         items = [data(x) for x in value]
-        keys = [_eqkey(x, "$") for x in items]
+        keys = _eqkeys(items, "$", "")
         order = sorted(range(len(keys)), key=keys.__getitem__)
         return Set(isinstance(value, frozenset), items, keys, order)
     if isinstance(value, dict):
