@@ -189,3 +189,18 @@ def test_runner_case_ids_must_be_strings(tmp_path: Path, monkeypatch: pytest.Mon
     rep = run_compare(tmp_path, monkeypatch, [b"1", b"1"], [1, 1], ids=[P, 2 * P])
     assert rep["reasons"] == ["runner:invalid-output", "runner:missing-case"]
     assert [c["status"] for c in rep["cases"]] == ["error", "error"]
+
+
+def test_a_case_file_with_a_flood_is_refused_when_the_task_is_loaded() -> None:
+    """docs/tasks.md: a task's own cases are Python values too (the candidate gets its input
+    as one); a flood there is refused at load time, naming the case."""
+    flooded = json.loads(flood("set"))
+    for key in ("input", "expected"):
+        case = {
+            "id": "c1",
+            "input": [1],
+            "expected": 1,
+            key: [flooded] if key == "input" else flooded,
+        }
+        with pytest.raises(judge.BadCase, match=r"case 'c1': .*share one hash value"):
+            judge.check_case(case, 0, custom_file=False)
