@@ -249,6 +249,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_comparators.py::test_equal_never_matches_nan_at_any_depth",),
     ),
     Mutation(
+        "judge-runner-ids-strings",
+        "the judge refusing runner case ids that are not strings (colliding int ids)",
+        "src/assay/_incontainer/judge.py",
+        '            if not isinstance(rc["id"], str):',
+        "            if False:",
+        (f"{VC}::test_runner_case_ids_must_be_strings",),
+    ),
+    Mutation(
+        "controller-runner-ids-strings",
+        "the controller indexing a runner report's cases by string ids only",
+        "src/assay/_internal/tiers/strict.py",
+        'if c.get("status") == "ok" and isinstance(c["id"], str)',
+        'if c.get("status") == "ok"',
+        (f"{VC}::test_the_controller_never_hashes_a_runner_case_id_that_is_not_a_string",),
+    ),
+    Mutation(
         "vcs-history-refusal",
         "T2/T3 refusing to run the agent on inputs that hold version-control history",
         "src/assay/_internal/tiers/controller.py",

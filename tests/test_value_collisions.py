@@ -204,3 +204,18 @@ def test_a_case_file_with_a_flood_is_refused_when_the_task_is_loaded() -> None:
         }
         with pytest.raises(judge.BadCase, match=r"case 'c1': .*share one hash value"):
             judge.check_case(case, 0, custom_file=False)
+
+
+def test_the_controller_never_hashes_a_runner_case_id_that_is_not_a_string(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The host reads the runner's report too (a transform task's outputs): its case ids are
+    hostile JSON, and a dict of thousands of colliding int ids would cost quadratic time."""
+    from assay._internal.tiers import strict
+
+    report = {"cases": [{"id": CInt(k * P), "status": "ok", "output_b64": ""} for k in range(N)]}
+    monkeypatch.setattr(strict, "loads_strict", lambda raw, max_bytes: report)
+    Work.hashes = Work.eqs = 0
+    out = strict.transform_outputs(None, b"{}", [{"id": "c0"}], 1 << 20)  # type: ignore[arg-type]
+    assert isinstance(out, bytes)
+    assert Work.hashes == 0 and Work.eqs == 0
