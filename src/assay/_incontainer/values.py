@@ -260,7 +260,8 @@ def _dec(t: Any, path: str, depth: int) -> Any:
     tags = [k for k in t if k.startswith("$")]
     if not tags:
         pairs = [(k, _dec(x, f"{path}[{k[:40]!r}]", depth + 1)) for k, x in t.items()]
-        return _make_dict(pairs, path, "")
+        keys = [f"s{len(k)}:{k}" for k in t]  # _eqkey of a str; the parser refused duplicates
+        return Dict(pairs, keys, sorted(range(len(keys)), key=keys.__getitem__))
     if len(t) != 1:
         raise BadValue(path, f"tag {tags[0][:40]!r} must be the object's only key")
     tag, body = next(iter(t.items()))
