@@ -222,6 +222,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         (f"{VC}::test_a_collision_flood_decodes_and_compares_without_hashing[exact-dict-keys]",),
     ),
     Mutation(
+        "judge-values-key-digest",
+        "a frozenset's equality key as a fixed-size digest (nesting would copy its contents)",
+        "src/assay/_incontainer/values.py",
+        'return _digest("F" + "".join(v.keys))',
+        'return "F" + "".join(v.keys) + ")"',
+        (f"{VC}::test_equality_keys_stay_near_the_size_of_the_output",),
+    ),
+    Mutation(
         "judge-native-collision-bound",
         "a custom comparator's Python set or dict built only with few elements per hash value",
         "src/assay/_incontainer/values.py",

@@ -333,6 +333,8 @@ _scalars = (
     | st.booleans()
     | st.integers(-3, 3)
     | st.sampled_from([0.0, -0.0, 1.0, 2.5, 1e300])
+    | st.sampled_from([2**64, 2**64 - 1, 2**64 + 1, 2.0**64, -(2**64), -(2.0**64), 2**70])
+    | st.sampled_from([2.0**70, int(1e300), 10**300, 2**1100, 2**53 + 1, 2.0**53])
     | st.floats(allow_nan=False)
     | st.text(max_size=2)
     | st.binary(max_size=2)
@@ -362,3 +364,17 @@ def test_equal_is_pythons_eq_on_nan_free_values(a: Any, b: Any) -> None:
 @given(_hashables, _hashables)
 def test_equality_keys_are_one_per_class_of_equal_values(a: Any, b: Any) -> None:
     assert (V._eqkey(V.data(a)) == V._eqkey(V.data(b))) is (a == b)
+
+
+NUMBERS = [0, 0.0, -0.0, False, True, 1, 1.0, -1, 2.5, 2**53, 2.0**53, 2**53 + 1, 2**64 - 1,
+           2**64, 2.0**64, 2**64 + 1, -(2**64), -(2.0**64), 2**70, 2.0**70, 1e300, int(1e300),
+           10**300, 2**1100, -(2**1100), math.inf, -math.inf]  # fmt: skip
+
+
+def test_number_keys_are_equal_exactly_when_the_numbers_are() -> None:
+    """Where an int's key and a float's key meet: below 2**64, past it, and past any float."""
+    for a in NUMBERS:
+        for b in NUMBERS:
+            assert (V._eqkey(a) == V._eqkey(b)) is (a == b), (a, b)
+            assert judge.equal({a}, {b}) is (a == b), (a, b)
+            assert judge.equal({(a, "x"): 1}, {(b, "x"): 1}) is (a == b), (a, b)

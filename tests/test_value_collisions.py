@@ -219,3 +219,34 @@ def test_the_controller_never_hashes_a_runner_case_id_that_is_not_a_string(
     out = strict.transform_outputs(None, b"{}", [{"id": "c0"}], 1 << 20)  # type: ignore[arg-type]
     assert isinstance(out, bytes)
     assert Work.hashes == 0 and Work.eqs == 0
+
+
+def _key_chars(v: Any) -> int:
+    """Characters of equality keys a decoded value holds, over all its sets and dicts."""
+    if isinstance(v, (list, tuple)):
+        return sum(map(_key_chars, v))
+    if isinstance(v, V.Set):
+        return sum(map(len, v.keys)) + sum(map(_key_chars, v.items))
+    if isinstance(v, V.Dict):
+        return sum(map(len, v.keys)) + sum(_key_chars(k) + _key_chars(x) for k, x in v.pairs)
+    return 0
+
+
+@pytest.mark.parametrize("inner", ["ints", "floats", "big-floats", "strings"])
+def test_equality_keys_stay_near_the_size_of_the_output(inner: str) -> None:
+    """A frozenset's key is a fixed-size digest: 60 frozensets around 5,000 elements hold about
+    the elements' keys once, not 60 times; a float's key stays short even when its int is not
+    (1e300 as an int has 250 hex digits)."""
+    elems: list[Any] = {
+        "ints": list(range(5000)),
+        "floats": [k + 0.5 for k in range(5000)],
+        "big-floats": [float(k) * 1e300 for k in range(1, 5001)],
+        "strings": [f"s{k}" for k in range(5000)],
+    }[inner]
+    doc: Any = {"$frozenset": elems}
+    for _ in range(59):
+        doc = {"$frozenset": [doc]}
+    raw = json.dumps({"$set": [doc]}, separators=(",", ":")).encode()
+    decoded = V.decode_data(V.parse_json(raw, 1 << 22))
+    assert _key_chars(decoded) <= 6 * len(raw)
+    assert len({len(k) for k in decoded.keys}) == 1 and len(decoded.keys[0]) == 33

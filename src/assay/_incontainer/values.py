@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import math
+import os
 import re
 from typing import Any
 
@@ -398,7 +400,10 @@ class Dict:
 
 # An equality key is one string per class of ==-equal hashable values (1, 1.0 and True share
 # one; every NaN shares "N", as decoding has always read NaN as one value), prefix-free so that
-# a tuple's or frozenset's key is its elements' keys in a row. Linear to build, compared as text.
+# a row of keys reads one way only. A tuple's or frozenset's key is a keyed 128-bit digest of its
+# elements' keys in a row: a fixed size, so 64 nested frozensets do not copy their contents 64
+# times; the key is secret to this process, so no one can aim at a collision.
+_DIGEST_KEY = os.urandom(16)
 
 
 class _Unhashable(Exception):
@@ -418,28 +423,47 @@ def _eqkeys(items: list[Any], path: str, suffix: str) -> list[str]:
 
 
 def _eqkey(v: Any) -> str:
-    if type(v) is int:
+    if type(v) is int and -(1 << 64) < v < 1 << 64:
         return f"i{v:x};"
     if v is None:
         return "n"
     if isinstance(v, (bool, int)):
-        return f"i{int(v):x};"
+        return _bigint_key(int(v))
     if isinstance(v, float):
         if math.isnan(v):
             return "N"
         if math.isinf(v):
             return "+" if v > 0 else "-"
-        return f"i{int(v):x};" if v.is_integer() else f"f{v.hex()};"
+        if v.is_integer() and abs(v) < 2.0**64:
+            return f"i{int(v):x};"
+        return f"f{(v + 0.0).hex()};"  # + 0.0: -0.0 is 0.0
     if isinstance(v, str):
         return f"s{len(v)}:{v}"
     if isinstance(v, bytes):
         return f"b{len(v)}:{v.decode('latin-1')}"
     if isinstance(v, tuple):
-        return "t" + "".join(map(_eqkey, v)) + ")"
+        return _digest("t" + "".join(map(_eqkey, v)))
     if isinstance(v, Set) and v.frozen:
-        return "F" + "".join(v.keys) + ")"
+        return _digest("F" + "".join(v.keys))
     kind = "set" if isinstance(v, Set) else "dict" if isinstance(v, Dict) else type(v).__name__
     raise _Unhashable(f"a {kind} cannot be a set element or dict key")
+
+
+def _bigint_key(i: int) -> str:
+    """An int past 2**64 equal to a float has the float's key (1e300 is an integral float whose
+    int has 250 hex digits: a short key for it keeps every key near its value's wire size)."""
+    if -(1 << 64) < i < 1 << 64:
+        return f"i{i:x};"
+    try:
+        f = float(i)
+    except OverflowError:
+        return f"i{i:x};"
+    return f"f{f.hex()};" if f == i else f"i{i:x};"
+
+
+def _digest(row: str) -> str:
+    data = row.encode("utf-8", "surrogatepass")
+    return "#" + hashlib.blake2b(data, digest_size=16, key=_DIGEST_KEY).hexdigest()
 
 
 def _has_nan(v: Any) -> bool:
