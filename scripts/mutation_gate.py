@@ -57,6 +57,7 @@ JP = "tests/test_judgepool.py"
 JPD = "tests/test_judgepool_docker.py"
 JI = "tests/test_judge_incontainer.py"
 HC = "tests/test_harbor_controller.py"
+VC = "tests/test_value_collisions.py"
 
 RI = "tests/test_repo_imports_docker.py"
 RU = "tests/test_repo_imports_unit.py"
@@ -228,6 +229,73 @@ MUTATIONS: tuple[Mutation, ...] = (
         "ok = fn(*args, actual) is True",
         "ok = bool(fn(*args, actual))",
         (f"{JI}::test_custom_comparator_passes_only_on_a_real_true",),
+    ),
+    Mutation(
+        "judge-values-hash-free-sets",
+        "decoding a set without hashing its elements (a flood of one hash value is quadratic)",
+        "src/assay/_incontainer/values.py",
+        'return Set(tag == "$frozenset", items, keys, order)',
+        'return (frozenset if tag == "$frozenset" else set)(items)',
+        (f"{VC}::test_a_collision_flood_decodes_and_compares_without_hashing[exact-set]",),
+    ),
+    Mutation(
+        "judge-values-hash-free-dicts",
+        "decoding a dict without hashing its keys (a flood of one hash value is quadratic)",
+        "src/assay/_incontainer/values.py",
+        "    return Dict(pairs, keys, order)",
+        "    return dict(pairs)",
+        (f"{VC}::test_a_collision_flood_decodes_and_compares_without_hashing[exact-dict-keys]",),
+    ),
+    Mutation(
+        "judge-values-key-digest",
+        "a frozenset's equality key as a fixed-size digest (nesting would copy its contents)",
+        "src/assay/_incontainer/values.py",
+        'return _digest("F" + "".join(v.keys))',
+        'return "F" + "".join(v.keys) + ")"',
+        (f"{VC}::test_equality_keys_stay_near_the_size_of_the_output",),
+    ),
+    Mutation(
+        "judge-native-collision-bound",
+        "a custom comparator's Python set or dict built only with few elements per hash value",
+        "src/assay/_incontainer/values.py",
+        "        if n > MAX_SAME_HASH:",
+        "        if False:",
+        (
+            f"{VC}::test_python_values_refuse_a_flood_before_building_it",
+            f"{VC}::test_a_custom_comparator_never_gets_a_flood",
+        ),
+    ),
+    Mutation(
+        "judge-equal-nan-at-depth",
+        "`equal` never matching a NaN inside a container (== matches the same object)",
+        "src/assay/_incontainer/judge.py",
+        'return _equal(exp, actual), "compare:mismatch"',
+        'return bool(values.native(actual) == values.decode(case["expected"])), "x"',
+        ("tests/test_comparators.py::test_equal_never_matches_nan_at_any_depth",),
+    ),
+    Mutation(
+        "judge-equal-nan-in-sets",
+        "`equal` never matching a set element or dict key that holds a NaN",
+        "src/assay/_incontainer/judge.py",
+        "return isinstance(a, values.Set) and not e.nan and not a.nan and e.keys == a.keys",
+        "return isinstance(a, values.Set) and e.keys == a.keys",
+        ("tests/test_comparators.py::test_equal_never_matches_nan_at_any_depth",),
+    ),
+    Mutation(
+        "judge-runner-ids-strings",
+        "the judge refusing runner case ids that are not strings (colliding int ids)",
+        "src/assay/_incontainer/judge.py",
+        '            if not isinstance(rc["id"], str):',
+        "            if False:",
+        (f"{VC}::test_runner_case_ids_must_be_strings",),
+    ),
+    Mutation(
+        "controller-runner-ids-strings",
+        "the controller indexing a runner report's cases by string ids only",
+        "src/assay/_internal/tiers/strict.py",
+        'if c.get("status") == "ok" and isinstance(c["id"], str)',
+        'if c.get("status") == "ok"',
+        (f"{VC}::test_the_controller_never_hashes_a_runner_case_id_that_is_not_a_string",),
     ),
     Mutation(
         "vcs-history-refusal",

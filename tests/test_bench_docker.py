@@ -48,6 +48,9 @@ def test_quick_bench_writes_the_figures(tmp_path: Path) -> None:
     reused = r["latency"]["t3-reused-judge/function"]
     assert reused["containers"] == 1 and reused["not_passed"] == []
     assert r["throughput_not_passed"] == 0
+    assert set(r["judge_values_s"]) == {"ordinary_ints", "colliding_ints", "colliding_dict_keys",
+                                        "colliding_tuples"}  # fmt: skip
+    assert "judge: parse, decode and compare" in proc.stdout
     # Either T0 was measured (and the ratio is a number) or the output says why not.
     assert (r["ratio_t3_t0_wall"] is not None and math.isfinite(r["ratio_t3_t0_wall"])) or (
         "t0" in r["unavailable"]

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from assay._incontainer import judge
 from assay._incontainer import values as V
@@ -273,3 +275,106 @@ def test_hostile_output_is_an_invalid_case_never_a_pass(raw: bytes, tmp_path: Pa
     rep = run_compare(tmp_path, monkeypatch, [raw], kind="truthy")
     assert rep["cases"][0]["status"] == "error"
     assert rep["reasons"] == ["candidate:invalid-output"]
+
+
+# NaN at every depth (issue 23) ----------------------------------------------------------------
+
+NAN = {"$float": "nan"}
+NAN_PLACES = {  # wire forms, each decoded twice, as the judge decodes expected and actual
+    "depth-0": NAN,
+    "depth-1": [NAN],
+    "depth-2": [[NAN]],
+    "tuple": {"$tuple": [1, NAN]},
+    "dict-value": {"k": NAN},
+    "nested-dict-value": {"$dict": [[1, {"a": [NAN]}]]},
+    "set": {"$set": [NAN]},
+    "frozenset-in-set": {"$set": [{"$frozenset": [{"$tuple": [NAN]}]}]},
+    "dict-key": {"$dict": [[NAN, 1]]},
+    "tuple-dict-key": {"$dict": [[{"$tuple": [NAN, 2]}, 1]]},
+}
+
+
+@pytest.mark.parametrize("place", list(NAN_PLACES))
+def test_equal_never_matches_nan_at_any_depth(place: str) -> None:
+    """docs/tasks.md: under `equal` NaN differs from NaN. Decoding gives every NaN as one
+    object, and Python's == on a list, tuple, dict or set matches an object with itself, so
+    [nan] == [nan] passed while nan == nan failed; the rule is now the same at every depth."""
+    wire = NAN_PLACES[place]
+    case = {"id": "c", "input": [], "expected": wire}
+    actual = V.decode_data(wire)
+    assert not comparator("equal")(case, actual)[0]
+    assert not judge.equal(V.decode(wire), V.decode(wire))
+    twin = json.loads(json.dumps(wire).replace('{"$float": "nan"}', "7.5"))
+    assert comparator("equal")({**case, "expected": twin}, V.decode_data(twin))[0]
+
+
+@pytest.mark.parametrize("place", list(NAN_PLACES))
+def test_exact_and_float_match_nan_at_any_depth_and_unordered_as_exact(place: str) -> None:
+    wire = NAN_PLACES[place]
+    case = {"id": "c", "input": [], "expected": wire}
+    assert comparator("exact")(case, V.decode_data(wire))[0]
+    assert comparator("float")(case, V.decode_data(wire))[0]
+    is_seq = isinstance(wire, list) or (isinstance(wire, dict) and "$tuple" in wire)
+    assert comparator("unordered")(case, V.decode_data(wire))[0] is is_seq
+    assert comparator("truthy")(case, V.decode_data(wire))[0]  # bool(nan) is True
+    assert not comparator("falsy")(case, V.decode_data(wire))[0]
+
+
+def test_equal_keeps_nan_rule_but_matches_a_set_with_its_frozenset() -> None:
+    assert check("equal", {1, (2, 3)}, frozenset({1, (2, 3)}))
+    assert check("equal", {1: [1.0]}, {True: [1]})
+    assert not check("equal", {1: [1.0]}, {1: [1.5]})
+    assert not check("equal", {"a": 1}, {"$dict": 1})
+    assert not check("equal", [1], [1, 1])
+
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.sampled_from([0.0, -0.0, 1.0, 2.5, 1e300])
+    | st.sampled_from([2**64, 2**64 - 1, 2**64 + 1, 2.0**64, -(2**64), -(2.0**64), 2**70])
+    | st.sampled_from([2.0**70, int(1e300), 10**300, 2**1100, 2**53 + 1, 2.0**53])
+    | st.floats(allow_nan=False)
+    | st.text(max_size=2)
+    | st.binary(max_size=2)
+)
+_hashables = st.recursive(
+    _scalars,
+    lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=3),
+    max_leaves=6,
+)
+_values = st.recursive(
+    _hashables,
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner)
+    | st.dictionaries(_hashables, inner, max_size=3) | st.sets(_hashables, max_size=3),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(_values, _values)
+def test_equal_is_pythons_eq_on_nan_free_values(a: Any, b: Any) -> None:
+    """The explicit walk agrees with == wherever == has no identity shortcut to take."""
+    assert judge.equal(a, b) is (a == b)
+    assert judge.equal(a, V.decode(V.encode(a)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_hashables, _hashables)
+def test_equality_keys_are_one_per_class_of_equal_values(a: Any, b: Any) -> None:
+    assert (V._eqkey(V.data(a)) == V._eqkey(V.data(b))) is (a == b)
+
+
+NUMBERS = [0, 0.0, -0.0, False, True, 1, 1.0, -1, 2.5, 2**53, 2.0**53, 2**53 + 1, 2**64 - 1,
+           2**64, 2.0**64, 2**64 + 1, -(2**64), -(2.0**64), 2**70, 2.0**70, 1e300, int(1e300),
+           10**300, 2**1100, -(2**1100), math.inf, -math.inf]  # fmt: skip
+
+
+def test_number_keys_are_equal_exactly_when_the_numbers_are() -> None:
+    """Where an int's key and a float's key meet: below 2**64, past it, and past any float."""
+    for a in NUMBERS:
+        for b in NUMBERS:
+            assert (V._eqkey(a) == V._eqkey(b)) is (a == b), (a, b)
+            assert judge.equal({a}, {b}) is (a == b), (a, b)
+            assert judge.equal({(a, "x"): 1}, {(b, "x"): 1}) is (a == b), (a, b)

@@ -70,3 +70,48 @@ def test_typed_values_cross_both_ways_and_bad_results_fail(tmp_path: Path) -> No
     assert "candidate:unencodable-output" in g.reasons
     assert "compare:mismatch" in g.reasons
     assert not any(r.startswith(("infra", "runner:", "judge:")) for r in g.reasons), g.reasons
+
+
+FLOOD = """
+import json, os, sys
+
+def f(mode):
+    if mode != "flood":
+        return {1, 2}
+    # 43,000 ints that all hash to 0, written straight to the result channel (a Python set of
+    # them would cost this process the quadratic build too): 1 MiB of hostile bytes.
+    data = json.dumps({"$set": [k * (2**61 - 1) for k in range(1, 43001)]},
+                      separators=(",", ":")).encode()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(int(sys.argv[2]), view):]
+    os._exit(0)
+"""
+
+FLOOD_CASES = [
+    {"id": "honest", "input": ["x"], "expected": {"$set": [2, 1]}},
+    *({"id": f"flood-{c}", "input": ["flood"], "expected": {"$set": [1, 2]}, "comparator": c}
+      for c in ("exact", "equal", "float")),
+    {"id": "flood-truthy", "input": ["flood"], "expected": True, "comparator": "truthy"},
+]  # fmt: skip
+
+
+def test_a_hash_collision_flood_is_graded_within_the_judges_time(tmp_path: Path) -> None:
+    """Issue 23: four 1 MiB outputs of colliding ints cost the old judge about 40 s each, past
+    the task's 60 s for the judge step; now each case gets its own, proper, status."""
+    task = tmp_path / "flood"
+    shutil.copytree(EXAMPLES / "add", task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace('"solution:add"', '"solution:f"').replace(
+        'id = "add"', 'id = "flood"'))  # fmt: skip
+    assert "total_timeout = 60.0" in toml.read_text()
+    (task / "judge" / "cases.json").write_text(json.dumps(FLOOD_CASES))
+    sub = write_solution(tmp_path, "solution.py", FLOOD)
+    g = assay("grade", str(task), "--submission", str(sub), tmp=tmp_path)
+    assert g.verdict is not None, g.stderr
+    status = {c["id"]: c["status"] for c in g.verdict["cases"]}
+    assert status == {
+        "honest": "pass", "flood-exact": "fail", "flood-equal": "fail", "flood-float": "fail",
+        "flood-truthy": "pass",
+    }  # fmt: skip
+    assert g.reasons == ["compare:mismatch"], g.reasons

@@ -193,6 +193,10 @@ def _number(v: Any) -> bool:
 def close(expected: Any, actual: Any, rel_tol: float, abs_tol: float) -> bool:
     """`float`: numbers (int or float, never bool) within math.isclose(rel_tol, abs_tol),
     through lists, tuples and dict values; everything else as `exact`."""
+    return _close(values.data(expected), values.data(actual), rel_tol, abs_tol)
+
+
+def _close(expected: Any, actual: Any, rel_tol: float, abs_tol: float) -> bool:
     if _number(expected) and _number(actual):
         if isinstance(expected, float) and isinstance(actual, float):
             if math.isnan(expected) and math.isnan(actual):
@@ -205,15 +209,19 @@ def close(expected: Any, actual: Any, rel_tol: float, abs_tol: float) -> bool:
         return False
     if isinstance(expected, (list, tuple)):
         return len(expected) == len(actual) and all(
-            close(e, x, rel_tol, abs_tol) for e, x in zip(expected, actual, strict=True)
+            _close(e, x, rel_tol, abs_tol) for e, x in zip(expected, actual, strict=True)
         )
-    if isinstance(expected, dict):
-        exp = {values.canon(k): v for k, v in expected.items()}
-        act = {values.canon(k): v for k, v in actual.items()}
-        return exp.keys() == act.keys() and all(
-            close(exp[k], act[k], rel_tol, abs_tol) for k in exp
+    if isinstance(expected, values.Dict):
+        # Keys pair up by their `exact` text, sorted: no hash of a hostile key is ever taken.
+        exp, act = _by_exact_key(expected), _by_exact_key(actual)
+        return [k for k, _ in exp] == [k for k, _ in act] and all(
+            _close(e, x, rel_tol, abs_tol) for (_, e), (_, x) in zip(exp, act, strict=True)
         )
     return same(expected, actual)
+
+
+def _by_exact_key(d: Any) -> list[tuple[str, Any]]:
+    return sorted(((values.canon(k), v) for k, v in d.pairs), key=lambda p: p[0])
 
 
 def unordered(expected: Any, actual: Any) -> bool:
@@ -228,8 +236,36 @@ def unordered(expected: Any, actual: Any) -> bool:
 
 def equal(expected: Any, actual: Any) -> bool:
     """`equal`: Python's == on the decoded values (built-in types only, so no candidate code
-    runs): what `assert f(x) == expected` does. 1 == 1.0 == True, NaN != NaN."""
-    return bool(actual == expected)
+    runs): what `assert f(x) == expected` does. 1 == 1.0 == True, and NaN != NaN at every
+    depth: == itself lets a NaN match the same NaN object inside a list, a tuple, a dict or a
+    set, so this walks the values with one rule instead of calling ==."""
+    return _equal(values.data(expected), values.data(actual))
+
+
+def _equal(e: Any, a: Any) -> bool:
+    if isinstance(e, (bool, int, float)):
+        return isinstance(a, (bool, int, float)) and bool(e == a)
+    if e is None or isinstance(e, (str, bytes)):
+        return type(a) is type(e) and bool(e == a)
+    if isinstance(e, (list, tuple)):
+        return (
+            type(a) is type(e)
+            and len(a) == len(e)
+            and all(_equal(x, y) for x, y in zip(e, a, strict=True))
+        )
+    if isinstance(e, values.Set):  # a set equals a frozenset of the same elements
+        return isinstance(a, values.Set) and not e.nan and not a.nan and e.keys == a.keys
+    if isinstance(e, values.Dict):
+        return (
+            isinstance(a, values.Dict)
+            and not e.nan
+            and not a.nan
+            and e.keys == a.keys
+            and all(
+                _equal(e.pairs[i][1], a.pairs[j][1]) for i, j in zip(e.order, a.order, strict=True)
+            )
+        )
+    return False
 
 
 class Comparator:
@@ -248,9 +284,14 @@ class Comparator:
             self.custom_takes_input = len(inspect.signature(fn).parameters) >= 3
 
     def __call__(self, case: dict[str, Any], actual: Any) -> tuple[bool, str]:
+        """Invalid when a custom comparator's Python value of `actual` cannot be built."""
         kind = case.get("comparator") or self.default
-        exp = values.decode(case["expected"])
         if kind == "custom":
+            try:  # the task's code needs real sets and dicts: built with a bound on collisions
+                actual = values.native(actual)
+            except values.BadValue as exc:
+                raise Invalid(str(exc)) from None
+            exp = values.decode(case["expected"])
             fn = self.custom.compare
             try:
                 args = (values.decode(case["input"]), exp) if self.custom_takes_input else (exp,)
@@ -258,10 +299,11 @@ class Comparator:
             except Exception:  # the task's own comparator failing on odd data is a failed case
                 return False, "compare:custom-error"
             return ok, "compare:mismatch"
+        exp, actual = values.decode_data(case["expected"]), values.data(actual)
         if kind == "float":
             rel = case.get("rel_tol", self.rel_tol)
             abs_ = case.get("abs_tol", self.abs_tol)
-            return close(exp, actual, rel, abs_), "compare:mismatch"
+            return _close(exp, actual, rel, abs_), "compare:mismatch"
         if kind == "truthy":
             return bool(actual), "compare:not-truthy"
         if kind == "falsy":
@@ -269,7 +311,7 @@ class Comparator:
         if kind == "unordered":
             return unordered(exp, actual), "compare:mismatch"
         if kind == "equal":
-            return equal(exp, actual), "compare:mismatch"
+            return _equal(exp, actual), "compare:mismatch"
         return same(exp, actual), "compare:mismatch"
 
 
@@ -281,18 +323,22 @@ def _as_text(value: Any) -> str | None:
     """The text a cli or transform case compares, if it has one: a diff reads better."""
     if isinstance(value, str):
         return value
-    if isinstance(value, dict) and isinstance(value.get("stdout"), str):
-        return str(value["stdout"]) + f"\n[exit code {value.get('exit_code')}]"
-    if isinstance(value, dict) and isinstance(value.get("files"), dict):
-        files = value["files"]
-        return "".join(f"=== {k}\n{files[k]}" for k in sorted(files) if isinstance(files[k], str))
+    if not isinstance(value, values.Dict):
+        return None
+    fields = {k: v for k, v in value.pairs if isinstance(k, str)}  # str hashes are keyed
+    if isinstance(fields.get("stdout"), str):
+        return str(fields["stdout"]) + f"\n[exit code {fields.get('exit_code')}]"
+    files = fields.get("files")
+    if isinstance(files, values.Dict):
+        named = sorted((k, v) for k, v in files.pairs if isinstance(k, str) and isinstance(v, str))
+        return "".join(f"=== {k}\n{v}" for k, v in named)
     return None
 
 
 def diagnose(case: dict[str, Any], actual: Any, why: str) -> dict[str, Any]:
     """What the owner needs to tell a wrong solution from a wrong task: both sides, cut short,
     and a unified diff when both are text. Never leaves the controller (not the candidate's)."""
-    expected = values.decode(case["expected"])
+    expected, actual = values.decode_data(case["expected"]), values.data(actual)
     exp_text, act_text = _as_text(expected), _as_text(actual)
     both_text = exp_text is not None and act_text is not None
     exp_shown = exp_text if both_text and exp_text is not None else repr(expected)
@@ -343,7 +389,7 @@ def actual_value(kind: str, rc: dict[str, Any], index: int, cap: int) -> Any:
             tree = values.parse_json(raw, cap)
             if values.unencodable_reason(tree) is not None:
                 raise UnencodableOutput
-            return values.decode(tree)
+            return values.decode_data(tree)
         except values.BadValue as exc:
             raise Invalid(str(exc)) from None
     if kind == "cli":
@@ -375,6 +421,8 @@ def cmd_compare(a: argparse.Namespace) -> None:
             runner = parse_json(fh.read(MAX_RUNNER_BYTES + 1), MAX_RUNNER_BYTES)
         by_id = {}
         for rc in runner["cases"]:
+            if not isinstance(rc["id"], str):  # a hostile int id could collide in by_id's hash
+                raise Invalid("case id from runner is not a string")
             if rc["id"] in by_id:
                 raise Invalid("duplicate case id from runner")
             by_id[rc["id"]] = rc
@@ -407,6 +455,7 @@ def cmd_compare(a: argparse.Namespace) -> None:
             else:
                 try:
                     actual = actual_value(a.kind, rc, index, a.output_cap)
+                    ok, why = compare(case, actual)  # Invalid: a flood a custom one cannot get
                 except UnencodableOutput:
                     status = "fail"
                     reasons.append("candidate:unencodable-output")
@@ -414,7 +463,6 @@ def cmd_compare(a: argparse.Namespace) -> None:
                     status = "error"
                     reasons.append("candidate:invalid-output")
                 else:
-                    ok, why = compare(case, actual)
                     status = "pass" if ok else "fail"
                     if not ok:
                         reasons.append(why)

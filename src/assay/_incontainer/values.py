@@ -10,14 +10,23 @@ is data in, data out, and never looks up a name, imports or calls anything.
 Standard library only: this file runs in the candidate container (call.py encodes the
 candidate's result), in the judge container (judge.py decodes it, hostile) and on the host
 (task loading validates case files).
+
+The judge never builds a Python set or dict from hostile elements: CPython's hashes of ints,
+floats, tuples and frozensets are public arithmetic (every k*(2**61-1) hashes to 0), so a set of
+colliding elements costs quadratic time to build or compare. decode_data() gives `Set` and `Dict`
+instead, which keep their elements with sorted equality keys (strings, never hashed), and
+native() builds the Python value only where a task's own code needs one, refusing a set or dict
+whose elements pile onto one hash.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import math
+import os
 import re
 from typing import Any
 
@@ -27,6 +36,9 @@ MAX_DEPTH = 64
 MAX_INT_BITS = 1 << 20
 PLAIN_INT_BITS = 14000  # about 4214 decimal digits: below the 4300-digit limit
 MAX_INT_LITERAL = 4300
+# Elements of one set or dict that may share a hash value when native() builds it: each insert
+# compares against those, so this bounds the work per element. Honest data never comes close.
+MAX_SAME_HASH = 32
 UNENCODABLE = "$unencodable"
 TAGS = ("$tuple", "$set", "$frozenset", "$dict", "$bytes", "$float", "$int")
 _INT_TEXT = re.compile(r"-?(0x[0-9a-f]+|[0-9]+)\Z")
@@ -81,7 +93,7 @@ def _enc(v: Any, depth: int, active: set[int], canon: bool) -> Any:
         return str.__str__(v)
     if isinstance(v, bytes):
         return {"$bytes": base64.b64encode(v).decode("ascii")}
-    if not isinstance(v, (list, tuple, dict, set, frozenset)):
+    if not isinstance(v, (list, tuple, dict, set, frozenset, Set, Dict)):
         raise Unencodable(f"a {type(v).__name__!s:.60} is not a value")
     if id(v) in active:
         raise Unencodable("recursive container")
@@ -99,10 +111,9 @@ def _enc_container(v: Any, depth: int, active: set[int], canon: bool) -> Any:
         return [_enc(x, depth, active, canon) for x in list.__iter__(v)]
     if isinstance(v, tuple):
         return {"$tuple": [_enc(x, depth, active, canon) for x in tuple.__iter__(v)]}
-    if isinstance(v, dict):
-        pairs = [
-            (_enc(k, depth, active, canon), _enc(x, depth, active, canon)) for k, x in dict.items(v)
-        ]
+    if isinstance(v, (dict, Dict)):
+        items = v.pairs if isinstance(v, Dict) else dict.items(v)
+        pairs = [(_enc(k, depth, active, canon), _enc(x, depth, active, canon)) for k, x in items]
         if all(isinstance(k, str) and not k.startswith("$") for k, _ in pairs):
             if canon:
                 pairs.sort(key=lambda p: p[0])
@@ -110,9 +121,12 @@ def _enc_container(v: Any, depth: int, active: set[int], canon: bool) -> Any:
         if canon:
             pairs.sort(key=lambda p: _text(p[0]))
         return {"$dict": [list(p) for p in pairs]}
-    tag = "$frozenset" if isinstance(v, frozenset) else "$set"
-    base = frozenset.__iter__ if isinstance(v, frozenset) else set.__iter__
-    items = [_enc(x, depth, active, canon) for x in base(v)]
+    if isinstance(v, Set):
+        tag, elements = ("$frozenset" if v.frozen else "$set"), iter(v.items)
+    else:
+        tag = "$frozenset" if isinstance(v, frozenset) else "$set"
+        elements = frozenset.__iter__(v) if isinstance(v, frozenset) else set.__iter__(v)
+    items = [_enc(x, depth, active, canon) for x in elements]
     if canon:
         items.sort(key=_text)
     return {tag: items}
@@ -129,8 +143,27 @@ def dumps(value: Any) -> bytes:
 
 def canon(value: Any) -> str:
     """One text per value up to ==-equal floats (0.0/-0.0) and the order of sets and dicts;
-    type-faithful: 1, 1.0 and True, a list and a tuple, all give different texts."""
-    return _text(encode(value, canonical=True))
+    type-faithful: 1, 1.0 and True, a list and a tuple, all give different texts. The same
+    text as _text(encode(value, canonical=True)), built bottom-up: each node's text once, so
+    64 nested sets cost no more than 64 nested lists."""
+    return _canon_text(encode(value))
+
+
+def _canon_text(t: Any) -> str:
+    if isinstance(t, list):
+        return "[" + ",".join(map(_canon_text, t)) + "]"
+    if isinstance(t, dict):
+        if len(t) == 1 and next(iter(t)) in ("$set", "$frozenset"):
+            [(tag, items)] = t.items()
+            return f'{{"{tag}":[' + ",".join(sorted(map(_canon_text, items))) + "]}"
+        if len(t) == 1 and "$dict" in t:
+            pairs = sorted((_canon_text(k), _canon_text(v)) for k, v in t["$dict"])
+            return '{"$dict":[' + ",".join(f"[{k},{v}]" for k, v in pairs) + "]}"
+        fields = sorted(t.items(), key=lambda p: str(p[0]))
+        return "{" + ",".join(f"{_text(k)}:{_canon_text(v)}" for k, v in fields) + "}"
+    if isinstance(t, float) and t == 0:
+        return "0.0"
+    return _text(t)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,7 +230,13 @@ def parse_json(raw: bytes, cap: int) -> Any:
 
 
 def decode(tree: Any, path: str = "$") -> Any:
-    """The value a parsed tree stands for; BadValue (with its path) for anything else."""
+    """The Python value a parsed tree stands for; BadValue (with its path) for anything else."""
+    return native(decode_data(tree, path))
+
+
+def decode_data(tree: Any, path: str = "$") -> Any:
+    """As decode(), with every set and dict as a `Set` or `Dict`: linear in the tree, whatever
+    the elements' hashes (the form the judge compares hostile output in)."""
     return _dec(tree, path, 0)
 
 
@@ -222,7 +261,9 @@ def _dec(t: Any, path: str, depth: int) -> Any:
         raise BadValue(path, f"not a value: {type(t).__name__}")
     tags = [k for k in t if k.startswith("$")]
     if not tags:
-        return {k: _dec(x, f"{path}[{k[:40]!r}]", depth + 1) for k, x in t.items()}
+        pairs = [(k, _dec(x, f"{path}[{k[:40]!r}]", depth + 1)) for k, x in t.items()]
+        keys = [f"s{len(k)}:{k}" for k in t]  # _eqkey of a str; the parser refused duplicates
+        return Dict(pairs, keys, sorted(range(len(keys)), key=keys.__getitem__))
     if len(t) != 1:
         raise BadValue(path, f"tag {tags[0][:40]!r} must be the object's only key")
     tag, body = next(iter(t.items()))
@@ -252,13 +293,12 @@ def _dec_tag(tag: str, body: Any, path: str, depth: int) -> Any:
         return tuple(_dec(x, f"{path}[{i}]", depth) for i, x in enumerate(body))
     if tag == "$dict":
         return _dec_dict(body, path, depth)
-    items: set[Any] = set()
-    for i, x in enumerate(body):
-        item = _hashable(_dec(x, f"{path}[{i}]", depth), f"{path}[{i}]")
-        if item in items:
-            raise BadValue(f"{path}[{i}]", f"duplicate {tag[1:]} element")
-        items.add(item)
-    return frozenset(items) if tag == "$frozenset" else items
+    items = [_dec(x, f"{path}[{i}]", depth) for i, x in enumerate(body)]
+    keys = _eqkeys(items, path, "")
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    if (dup := _first_duplicate(keys, order)) is not None:
+        raise BadValue(f"{path}[{dup}]", f"duplicate {tag[1:]} element")
+    return Set(tag == "$frozenset", items, keys, order)
 
 
 def _dec_int(body: str, path: str) -> int:
@@ -274,25 +314,212 @@ def _dec_int(body: str, path: str) -> int:
     return int(body)
 
 
-def _dec_dict(body: list[Any], path: str, depth: int) -> dict[Any, Any]:
-    out: dict[Any, Any] = {}
+def _dec_dict(body: list[Any], path: str, depth: int) -> Dict:
+    pairs = []
     for i, pair in enumerate(body):
         where = f"{path}[{i}]"
         if not isinstance(pair, list) or len(pair) != 2:
             raise BadValue(where, "$dict takes [key, value] pairs")
-        key = _hashable(_dec(pair[0], f"{where}[0]", depth), f"{where}[0]")
-        if key in out:
-            raise BadValue(f"{where}[0]", "duplicate dict key")
-        out[key] = _dec(pair[1], f"{where}[1]", depth)
-    return out
+        pairs.append((_dec(pair[0], f"{where}[0]", depth), _dec(pair[1], f"{where}[1]", depth)))
+    return _make_dict(pairs, path, "[0]")
 
 
-def _hashable(v: Any, path: str) -> Any:
+def _make_dict(pairs: list[tuple[Any, Any]], path: str, suffix: str) -> Dict:
+    keys = _eqkeys([k for k, _ in pairs], path, suffix)
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    if (dup := _first_duplicate(keys, order)) is not None:
+        raise BadValue(f"{path}[{dup}]{suffix}", "duplicate dict key")
+    return Dict(pairs, keys, order)
+
+
+def _first_duplicate(keys: list[str], order: list[int]) -> int | None:
+    """The first index, in wire order, whose key an earlier index has (`order` sorts `keys`
+    stably, so within a run of equal keys the indices ascend)."""
+    dups = [order[j] for j in range(1, len(order)) if keys[order[j]] == keys[order[j - 1]]]
+    return min(dups) if dups else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Hash-free sets and dicts
+# ---------------------------------------------------------------------------------------------
+
+
+class Set:
+    """A decoded set or frozenset, never hashed: its elements in wire order, each one's equality
+    key, and `order`, the indices sorted by key. Two Sets are ==-equal as Python sets are when
+    their sorted keys are, and neither holds a NaN (which == finds only by identity)."""
+
+    __slots__ = ("_nan", "frozen", "items", "keys", "order")
+
+    def __init__(self, frozen: bool, items: list[Any], keys: list[str], order: list[int]) -> None:
+        self.frozen, self.items, self.order = frozen, items, order
+        self.keys = [keys[i] for i in order]
+        self._nan: bool | None = None
+
+    @property
+    def nan(self) -> bool:
+        """Whether an element holds a NaN (worked out once, only when `equal` asks)."""
+        if self._nan is None:
+            self._nan = any(map(_has_nan, self.items))
+        return self._nan
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __repr__(self) -> str:
+        if not self.items:
+            return "frozenset()" if self.frozen else "set()"
+        body = "{" + ", ".join(map(repr, self.items)) + "}"
+        return f"frozenset({body})" if self.frozen else body
+
+
+class Dict:
+    """A decoded dict, never hashed: its pairs in wire order, and as for Set, the keys' equality
+    keys sorted, with `order` the pair indices in that order."""
+
+    __slots__ = ("_nan", "keys", "order", "pairs")
+
+    def __init__(self, pairs: list[tuple[Any, Any]], keys: list[str], order: list[int]) -> None:
+        self.pairs, self.order = pairs, order
+        self.keys = [keys[i] for i in order]
+        self._nan: bool | None = None
+
+    @property
+    def nan(self) -> bool:
+        """Whether a key holds a NaN (worked out once, only when `equal` asks)."""
+        if self._nan is None:
+            self._nan = any(_has_nan(k) for k, _ in self.pairs)
+        return self._nan
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self.pairs) + "}"
+
+
+# An equality key is one string per class of ==-equal hashable values (1, 1.0 and True share
+# one; every NaN shares "N", as decoding has always read NaN as one value), prefix-free so that
+# a row of keys reads one way only. A tuple's or frozenset's key is a keyed 128-bit digest of its
+# elements' keys in a row: a fixed size, so 64 nested frozensets do not copy their contents 64
+# times; the key is secret to this process, so no one can aim at a collision.
+_DIGEST_KEY = os.urandom(16)
+
+
+class _Unhashable(Exception):
+    pass
+
+
+def _eqkeys(items: list[Any], path: str, suffix: str) -> list[str]:
     try:
-        hash(v)
-    except TypeError:
-        raise BadValue(path, f"a {type(v).__name__} cannot be a set element or dict key") from None
-    return v
+        return [_eqkey(x) for x in items]
+    except _Unhashable:  # the message names the element, as hash() of it would fail
+        for i, x in enumerate(items):
+            try:
+                _eqkey(x)
+            except _Unhashable as exc:
+                raise BadValue(f"{path}[{i}]{suffix}", str(exc)) from None
+        raise  # pragma: no cover - the loop finds the element that failed
+
+
+def _eqkey(v: Any) -> str:
+    if type(v) is int and -(1 << 64) < v < 1 << 64:
+        return f"i{v:x};"
+    if v is None:
+        return "n"
+    if isinstance(v, (bool, int)):
+        return _bigint_key(int(v))
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "N"
+        if math.isinf(v):
+            return "+" if v > 0 else "-"
+        if v.is_integer() and abs(v) < 2.0**64:
+            return f"i{int(v):x};"
+        return f"f{(v + 0.0).hex()};"  # + 0.0: -0.0 is 0.0
+    if isinstance(v, str):
+        return f"s{len(v)}:{v}"
+    if isinstance(v, bytes):
+        return f"b{len(v)}:{v.decode('latin-1')}"
+    if isinstance(v, tuple):
+        return _digest("t" + "".join(map(_eqkey, v)))
+    if isinstance(v, Set) and v.frozen:
+        return _digest("F" + "".join(v.keys))
+    kind = "set" if isinstance(v, Set) else "dict" if isinstance(v, Dict) else type(v).__name__
+    raise _Unhashable(f"a {kind} cannot be a set element or dict key")
+
+
+def _bigint_key(i: int) -> str:
+    """An int past 2**64 equal to a float has the float's key (1e300 is an integral float whose
+    int has 250 hex digits: a short key for it keeps every key near its value's wire size)."""
+    if -(1 << 64) < i < 1 << 64:
+        return f"i{i:x};"
+    try:
+        f = float(i)
+    except OverflowError:
+        return f"i{i:x};"
+    return f"f{f.hex()};" if f == i else f"i{i:x};"
+
+
+def _digest(row: str) -> str:
+    data = row.encode("utf-8", "surrogatepass")
+    return "#" + hashlib.blake2b(data, digest_size=16, key=_DIGEST_KEY).hexdigest()
+
+
+def _has_nan(v: Any) -> bool:
+    """Whether a hashable value holds a NaN: Python's == finds such a set element or dict key
+    only by identity, so under the `equal` rule it matches nothing."""
+    if isinstance(v, float):
+        return math.isnan(v)
+    if isinstance(v, tuple):
+        return any(map(_has_nan, v))
+    return isinstance(v, Set) and v.nan
+
+
+def data(value: Any) -> Any:
+    """A Python value (or one already in this form) with its sets and dicts as Set and Dict."""
+    if isinstance(value, list):
+        return [data(x) for x in value]
+    if isinstance(value, tuple):
+        return tuple(data(x) for x in value)
+    if isinstance(value, (set, frozenset)):
+        items = [data(x) for x in value]
+        keys = _eqkeys(items, "$", "")
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        return Set(isinstance(value, frozenset), items, keys, order)
+    if isinstance(value, dict):
+        return _make_dict([(data(k), data(x)) for k, x in value.items()], "$", "")
+    return value
+
+
+def native(value: Any) -> Any:
+    """The Python value of a decoded one: Set and Dict become set, frozenset and dict. BadValue
+    if more than MAX_SAME_HASH elements of one of them share a hash: building it would cost
+    quadratic time (each insert compares against every element of the same hash)."""
+    if isinstance(value, list):
+        return [native(x) for x in value]
+    if isinstance(value, tuple):
+        return tuple(native(x) for x in value)
+    if isinstance(value, Set):
+        items = [native(x) for x in value.items]
+        _few_collisions(items)
+        return frozenset(items) if value.frozen else set(items)
+    if isinstance(value, Dict):
+        keys = [native(k) for k, _ in value.pairs]
+        _few_collisions(keys)
+        return dict(zip(keys, [native(x) for _, x in value.pairs], strict=True))
+    return value
+
+
+def _few_collisions(items: list[Any]) -> None:
+    # A hash is an int below 2**61 in size, which hashes to itself: this count cannot collide.
+    seen: dict[int, int] = {}
+    for x in items:
+        h = hash(x)
+        seen[h] = n = seen.get(h, 0) + 1
+        if n > MAX_SAME_HASH:
+            raise BadValue("$", f"more than {MAX_SAME_HASH} elements of a set or dict share one "
+                           "hash value (a hash-collision flood)")  # fmt: skip
 
 
 def _kind(t: Any) -> str:

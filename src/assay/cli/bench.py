@@ -13,6 +13,7 @@ from rich.table import Table
 
 from assay._internal.model.atomic import atomic_write
 from assay._internal.proof.bench import Settings, run_bench
+from assay._internal.proof.bench_values import COMPARATORS
 from assay._internal.proof.locate import default_dir
 from assay._internal.runtime.engine import docker_runtime, engine_client
 from assay._internal.runtime.observed import ObservedRuntime
@@ -98,6 +99,12 @@ def render(r: dict[str, Any], console: Console) -> None:
             + ", ".join(f"{k} {v:.3f}" for k, v in phases.items()),
             markup=False,
         )
+    tv = Table(title="judge: parse, decode and compare one output (in-process, best of runs)")
+    for col in ("output", "bytes", "exact", "equal", "float"):
+        tv.add_column(col, justify="left" if col == "output" else "right")
+    for name, row in r.get("judge_values_s", {}).items():
+        tv.add_row(name, str(int(row["bytes"])), *(_f(row[f"{k}_s"], "s") for k in COMPARATORS))
+    console.print(tv)
     tg = Table(title="targets (issue 7)")
     for col in ("target", "measured", "met"):
         tg.add_column(col)

@@ -6,6 +6,8 @@
               containers started, harness overhead (wall minus the candidate's own compute)
   throughput  strict gradings per minute through the batch machinery at 1, 2, 4, 8 workers
   memory      the controller's peak RSS over the whole run
+  judge       the judge's own parse, decode and compare of one 1 MiB output, honest and a
+              hash-collision flood (bench_values.py; in-process, no container)
 
 Honest tasks only; a grading that fails to pass is reported, never averaged in silently.
 """
@@ -36,6 +38,7 @@ from ..runtime.scope import TEMP_PREFIX, new_grading_id
 from ..tiers.controller import Source
 from ..tiers.dispatch import run_tier
 from ..tiers.judgepool import JudgePool
+from .bench_values import judge_value_costs
 
 TierFn = Callable[[Runtime, Task, Path, str, str], Judged]
 """(runtime, task, submission, image, grading id) -> verdict."""
@@ -354,6 +357,7 @@ def run_bench(
         if throughput["fresh_judge"]
         else None,
         "controller_rss_mb_before_after_throughput": [round(rss_before, 1), round(rss_after, 1)],
+        "judge_values_s": judge_value_costs(repeats=1 if settings.samples < 20 else 3),
         "controller_peak_rss_mb": round(peak_rss_mb(), 1),
         "bench_wall_s": 0.0,
     }

@@ -121,7 +121,13 @@ def transform_outputs(
     controller cannot read yields no outputs: the judge then fails every case on it."""
     try:
         report = loads_strict(runner_out, max_bytes=len(runner_out) + 1)
-        by_id = {c["id"]: c for c in report["cases"] if c.get("status") == "ok"}
+        # Only string ids can name a case; an int id from a hostile runner could be one of
+        # thousands that share a hash, and this dict would cost quadratic time to build.
+        by_id = {
+            c["id"]: c
+            for c in report["cases"]
+            if c.get("status") == "ok" and isinstance(c["id"], str)
+        }
     except (StrictJSONError, TypeError, KeyError, AttributeError):
         return single_dir_tar("output")
     index = {case["id"]: i for i, case in enumerate(cases)}
