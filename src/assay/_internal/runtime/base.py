@@ -67,6 +67,14 @@ class ContainerSpec:
     # what unsafe harnesses do; every real tier keeps them.
     hardened: bool = True
     network: Literal["none", "host"] = "none"
+    init: bool = True
+    """False: `command` is the container's PID 1, run as `user`. When it exits, the kernel
+    ends every other process in the container's PID namespace before the container counts
+    as stopped (the harbor tier's tests). True: the engine's init and the keep-alive run as
+    root, and every exec as `user`."""
+    mounts_of: str | None = None
+    """Another container of the grading whose binds and scratch this one mounts too, at the
+    same paths, on top of its own (Docker's `volumes_from`)."""
 
 
 @dataclass(frozen=True)

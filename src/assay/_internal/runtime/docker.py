@@ -207,7 +207,7 @@ class DockerRuntime:
                 "mounts": mounts,
                 "environment": dict(spec.env),
                 "working_dir": spec.workdir,
-                "init": True,
+                "init": spec.init,
                 "detach": True,
                 "mem_limit": lim.memory_bytes,
                 "memswap_limit": lim.memory_bytes,
@@ -222,8 +222,10 @@ class DockerRuntime:
                     # Init and its keep-alive run as root with no capabilities, so the
                     # candidate's uid cannot open their fds through /proc (a flood into
                     # the engine's stdout pipe) or kill them to end the container. Every
-                    # exec names the spec's user instead (see `exec`).
-                    user="0:0",
+                    # exec names the spec's user instead (see `exec`). A container whose
+                    # command is its init (`init=False`) has no keep-alive to protect: its
+                    # command runs as the spec's user, and the container ends with it.
+                    user="0:0" if spec.init else spec.user,
                     read_only=True,
                     cap_drop=["ALL"],
                     security_opt=["no-new-privileges"],
@@ -233,6 +235,8 @@ class DockerRuntime:
                 )
             else:
                 kwargs.update(user=spec.user, network_mode=spec.network)
+            if spec.mounts_of is not None:
+                kwargs["volumes_from"] = [spec.mounts_of]
             if self._oci_runtime:
                 kwargs["runtime"] = self._oci_runtime
             if self._oci_runtime == "runsc":
