@@ -55,6 +55,7 @@ JP = "tests/test_judgepool.py"
 JPD = "tests/test_judgepool_docker.py"
 JI = "tests/test_judge_incontainer.py"
 HC = "tests/test_harbor_controller.py"
+HD = "tests/test_harbor_docker.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -285,12 +286,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         (f"{HARDENING}::test_candidate_cannot_reach_the_runner_through_proc[runc]",),
     ),
     Mutation(
-        "harbor-leftover-process",
-        "the harbor tier failing a grading when a process of the candidate outlives test.sh",
+        "harbor-tests-as-init",
+        "the harbor tier running test.sh under its init in a container of its own (not an exec)",
         "src/assay/_internal/tiers/harbor.py",
-        "    if leftovers and check_processes:\n",
-        "    if False:\n",
-        (f"{HC}::test_a_leftover_process_fails_and_the_check_is_what_blocks_it",),
+        "run_tests = _exec_tests if harbors_own else _tests_as_init",
+        "run_tests = _exec_tests",
+        (
+            f"{HC}::test_the_tests_are_the_init_of_their_own_container_over_the_holders_files",
+            f"{HD}::test_a_reward_written_after_the_tests_ended_is_never_read",
+        ),
+    ),
+    Mutation(
+        "harbor-leftover-process",
+        "the harbor init failing a grading when a process is alive as test.sh ends",
+        "src/assay/_incontainer/harbor/init.py",
+        "return LEFTOVER if _others(script) else 0",
+        "return 0",
+        (f"{HD}::test_a_process_alive_when_the_script_ends_fails_an_honest_answer",),
     ),
     Mutation(
         "harbor-reward-before-tests",

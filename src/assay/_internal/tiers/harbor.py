@@ -243,7 +243,10 @@ def _shared(g: Grading, scope: GradingScope, source: Source) -> Verdict:
         image=g.task_image,
         grading_id=scope.grading_id,
         role="agent",
-        binds=(Bind(task.inputs_dir, "/task"),),
+        binds=(
+            Bind(task.inputs_dir, "/task"),
+            *((Bind(source.agent_dir.resolve(), "/agent"),) if source.agent_dir else ()),
+        ),
         scratch=(
             Scratch(workdir_of(task), lim.artifact_bytes),
             Scratch(LOGS, LOGS_BYTES),
