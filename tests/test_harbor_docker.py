@@ -154,3 +154,14 @@ def test_a_reward_written_after_the_tests_ended_is_never_read(
     for _ in range(3):  # a race the writer would win some of the time would show here
         blocked = grade(docker_runtime, base_image, canary, late)
         assert not blocked.passed and blocked.reason_codes == ["harbor:leftover-process"]
+
+
+def test_the_late_writer_is_blocked_under_gvisor_too(docker_runtime, base_image, canary) -> None:
+    """The same attack with every container under runsc: its init, ptrace and PID namespace."""
+    assert "runsc" in docker_runtime.client.info().get("Runtimes", {}), "runsc not registered"
+    gvisor = DockerRuntime(oci_runtime="runsc")
+    late = corpus_attack("harbor-late-reward-writer")
+    harbors = grade(gvisor, base_image, canary, late, baseline="t1")
+    assert harbors.passed, harbors.reason_codes
+    blocked = grade(gvisor, base_image, canary, late)
+    assert not blocked.passed and blocked.reason_codes == ["harbor:leftover-process"]

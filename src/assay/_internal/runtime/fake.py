@@ -155,8 +155,11 @@ class FakeRuntime:
         return 127, b"", f"fake: unknown command {argv!r}\n".encode(), 0.0
 
     def _writable(self, c: FakeContainer, path: str) -> bool:
-        tops = [s.target for s in c.spec.scratch] + ["/tmp"]
-        tops += [b.target for b in c.spec.binds if not b.read_only]
+        specs = [c.spec]
+        if c.spec.mounts_of is not None:
+            specs.append(self._get(c.spec.mounts_of).spec)
+        tops = [s.target for spec in specs for s in spec.scratch] + ["/tmp"]
+        tops += [b.target for spec in specs for b in spec.binds if not b.read_only]
         return not c.spec.hardened or any(path.startswith(t + "/") for t in tops)
 
     def put_archive(self, cid: str, path: str, data: bytes) -> None:
