@@ -16,7 +16,7 @@ still open, its process not yet a zombie). Then, in this order:
    exit 3, a leftover. Otherwise exit 0;
 3. the kernel ends whatever is left as this init exits, before the container counts as stopped.
 
-Exit 4: the script died without the exit stop (SIGKILL from the candidate, the same uid) or
+Exit 4: the script ended without the exit stop (kernels that skip it for SIGKILL) or
 something else went wrong; the controller fails the grading on any code but 0.
 """
 
@@ -86,23 +86,40 @@ def main(argv: list[str]) -> int:
     ):
         return BROKEN
     _ptrace(PTRACE_CONT, script)
+    return _supervise(script)
+
+
+def _supervise(script: int) -> int:
+    """Follow the script to its exit stop, reaping the orphans the namespace hands to its init.
+    An orphan's zombie is reaped only after checking that the script has not reached its exit
+    stop meanwhile: one that ended after that stop stays, and is counted as a leftover."""
     info = ctypes.create_string_buffer(128)
+    orphan = 0
     while True:
-        pid, status = os.waitpid(-1, WALL)  # reaps the orphans the namespace hands to its init
-        if pid != script:
+        pid, status = os.waitpid(script, WALL | os.WNOHANG)
+        if pid == script:
+            if not os.WIFSTOPPED(status):
+                os.kill(-1, signal.SIGKILL)
+                return BROKEN
+            event = status >> 16
+            if event == EVENT_EXIT:
+                return _end(script)
+            if event == EVENT_EXEC:
+                _ptrace(PTRACE_CONT, script)
+                continue
+            # A signal for the script: passed on. A group stop (no siginfo) is not kept.
+            got = _libc.ptrace(PTRACE_GETSIGINFO, script, None, info) == 0
+            _ptrace(PTRACE_CONT, script, os.WSTOPSIG(status) if got else 0)
             continue
-        if not os.WIFSTOPPED(status):
-            os.kill(-1, signal.SIGKILL)
-            return BROKEN
-        event = status >> 16
-        if event == EVENT_EXIT:
-            return _end(script)
-        if event == EVENT_EXEC:
-            _ptrace(PTRACE_CONT, script)
+        if orphan:
+            os.waitpid(orphan, WALL | os.WNOHANG)
+            orphan = 0
             continue
-        # A signal for the script: passed on. A group stop (no siginfo) is not kept.
-        sig = os.WSTOPSIG(status) if _libc.ptrace(PTRACE_GETSIGINFO, script, None, info) == 0 else 0
-        _ptrace(PTRACE_CONT, script, sig)
+        # Wait for the next event of any child without taking it (WNOWAIT): the script's is
+        # taken above, an orphan's on the next turn, after the script is checked again.
+        seen = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT | WALL)
+        if seen is not None and seen.si_pid != script:
+            orphan = seen.si_pid
 
 
 if __name__ == "__main__":
