@@ -305,6 +305,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         (f"{HD}::test_a_process_alive_when_the_script_ends_fails_an_honest_answer",),
     ),
     Mutation(
+        "harbor-init-non-dumpable",
+        "the harbor init making itself non-dumpable, out of reach of the tests' uid's ptrace",
+        "src/assay/_incontainer/harbor/init.py",
+        "or _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:",
+        "or False:",
+        (f"{HD}::test_the_candidate_cannot_trace_the_init[runc]",),
+    ),
+    Mutation(
         "harbor-reward-before-tests",
         "the harbor tier's check that /logs/verifier is empty before the tests run",
         "src/assay/_internal/tiers/harbor.py",

@@ -165,3 +165,24 @@ def test_the_late_writer_is_blocked_under_gvisor_too(docker_runtime, base_image,
     assert harbors.passed, harbors.reason_codes
     blocked = grade(gvisor, base_image, canary, late)
     assert not blocked.passed and blocked.reason_codes == ["harbor:leftover-process"]
+
+
+# A right greet.sh, except that it first tries to trace the tests container's PID 1 (assay's
+# init, same uid): it answers wrong if it could, so a pass means the init was out of reach.
+TRACER = """#!/bin/sh
+python3 - <<'PY' || exit 3
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+sys.exit(0 if libc.ptrace(16, 1, None, None) != 0 else 1)  # PTRACE_ATTACH
+PY
+printf 'Hello, %s!\\n' "${1:-world}"
+"""
+
+
+@pytest.mark.parametrize("oci", ["runc", "runsc"])
+def test_the_candidate_cannot_trace_the_init(base_image, imported, oci: str) -> None:
+    rt = DockerRuntime(oci_runtime=oci)
+    source = Source(agent_cmd=f"cat > greet.sh <<'SH'\n{TRACER}SH")
+    verdict = grade(rt, base_image, imported["greet"], source)
+    assert verdict.passed, verdict.reason_codes
