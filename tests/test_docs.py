@@ -89,7 +89,14 @@ def _claims(c: Counts) -> list[tuple[str, tuple[int, ...]]]:
     hb, he = c.n("Harbor", "blocked"), c.n("Harbor", "exploit")
     return [
         (r"(\d+) attacks in (\d+) classes", (c.attacks, c.classes)),
-        (r"T2's (\d+) exploits", (c.n("T2 compat", "exploit"),)),
+        (
+            r"T2's (\d+) exploits are the five in-process attacks ADR 0002 names plus (\d+)",
+            (c.n("T2 compat", "exploit"), c.n("T2 compat", "exploit") - 5),
+        ),
+        (
+            r"T2's (\d+) exploits in the proof matrix are (\d+) more attacks",
+            (c.n("T2 compat", "exploit"), c.n("T2 compat", "exploit") - 5),
+        ),
         (r"T3 blocks all (\d+) it grades", (t3_all,)),
         (r"(\d+) attacks in the corpus win there", (c.n("T2 compat", "exploit"),)),
         (r"The harbor tier blocks (\d+) of the (\d+) attacks on Harbor tasks", (hb, hb + he)),
