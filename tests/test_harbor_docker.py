@@ -168,13 +168,20 @@ def test_the_late_writer_is_blocked_under_gvisor_too(docker_runtime, base_image,
 
 
 # A right greet.sh, except that it first tries to trace the tests container's PID 1 (assay's
-# init, same uid): it answers wrong if it could, so a pass means the init was out of reach.
+# init, same uid) or open its memory: it answers wrong if it could, so a pass means the init
+# was out of reach.
 TRACER = """#!/bin/sh
 python3 - <<'PY' || exit 3
 import ctypes, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
-sys.exit(0 if libc.ptrace(16, 1, None, None) != 0 else 1)  # PTRACE_ATTACH
+if libc.ptrace(16, 1, None, None) == 0:  # PTRACE_ATTACH
+    sys.exit(1)
+try:
+    open("/proc/1/mem", "r+b").close()  # its memory, to rewrite
+except OSError:
+    sys.exit(0)
+sys.exit(1)
 PY
 printf 'Hello, %s!\\n' "${1:-world}"
 """
