@@ -62,6 +62,8 @@ VC = "tests/test_value_collisions.py"
 RI = "tests/test_repo_imports_docker.py"
 RU = "tests/test_repo_imports_unit.py"
 
+HD = "tests/test_harbor_docker.py"
+
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "firewall-nfkc-dot-dot",
@@ -416,11 +418,11 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "harbor-leftover-process",
-        "the harbor tier failing a grading when a process of the candidate outlives test.sh",
-        "src/assay/_internal/tiers/harbor.py",
-        "    if leftovers and check_processes:\n",
-        "    if False:\n",
-        (f"{HC}::test_a_leftover_process_fails_and_the_check_is_what_blocks_it",),
+        "the harbor init failing a grading when a process is alive as test.sh ends",
+        "src/assay/_incontainer/harbor/init.py",
+        "return LEFTOVER if _others(script) else 0",
+        "return 0",
+        (f"{HD}::test_a_process_alive_when_the_script_ends_fails_an_honest_answer",),
     ),
     Mutation(
         "harbor-reward-before-tests",
@@ -675,6 +677,25 @@ MUTATIONS: tuple[Mutation, ...] = (
             f"{RI}::test_a_pytest_plugin_module_may_not_change",
             f"{RU}::test_modules_loaded_before_the_tests_are_the_images_and_the_conftests",
         ),
+    ),
+    Mutation(
+        "harbor-tests-as-init",
+        "the harbor tier running test.sh under its init in a container of its own (not an exec)",
+        "src/assay/_internal/tiers/harbor.py",
+        "run_tests = _exec_tests if harbors_own else _tests_as_init",
+        "run_tests = _exec_tests",
+        (
+            f"{HC}::test_the_tests_are_the_init_of_their_own_container_over_the_holders_files",
+            f"{HD}::test_a_reward_written_after_the_tests_ended_is_never_read",
+        ),
+    ),
+    Mutation(
+        "harbor-init-non-dumpable",
+        "the harbor init making itself non-dumpable, out of reach of the tests' uid's ptrace",
+        "src/assay/_incontainer/harbor/init.py",
+        "or _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:",
+        "or False:",
+        (f"{HD}::test_the_candidate_cannot_trace_the_init[runc]",),
     ),
 )
 

@@ -73,14 +73,14 @@ else
 fi
 rm -rf "$matrix_out"
 
-step "proof matrix under gVisor (T2 and T3 outcomes must match docs/matrix.md)"
-# T0/T1 are unsafe baselines, run under runc only; under runsc the question is whether the two
+step "proof matrix under gVisor (T2, T3 and Harbor outcomes must match docs/matrix.md)"
+# T0/T1 are unsafe baselines, run under runc only; under runsc the question is whether the
 # real tiers still end every attack the way the committed matrix says.
 gvisor_out="$(mktemp -d /tmp/assay-matrix-runsc.XXXXXX)"
-if ! "$BIN/assay" matrix --runtime runsc --tiers t2,t3 --compare docs/matrix.md \
+if ! "$BIN/assay" matrix --runtime runsc --tiers t2,t3,harbor --compare docs/matrix.md \
         --jobs "${ASSAY_MATRIX_JOBS:-3}" </dev/null >"$gvisor_out/matrix.log" 2>&1; then
     tail -n 60 "$gvisor_out/matrix.log"
-    failed+=("assay matrix --runtime runsc (T2/T3 differ from docs/matrix.md)")
+    failed+=("assay matrix --runtime runsc (T2/T3/Harbor differ from docs/matrix.md)")
 fi
 rm -rf "$gvisor_out"
 

@@ -16,8 +16,10 @@ CORPUS = ROOT / "corpus"
 TAXONOMY = ROOT / "TAXONOMY.md"
 EXAMPLES = ROOT / "examples"
 
-REQUIRED = {"id", "title", "class", "source", "task", "t0", "t1", "t2", "t3"}
-OPTIONAL = {"aims", "aims_why", "notes"}
+REQUIRED = {"id", "title", "class", "source", "task", "t0", "t1"}
+OPTIONAL = {"aims", "aims_why", "notes", "t2", "t3", "harbor"}
+# Besides T0 and T1: T2 and T3 for a function or pytest task, harbor for a Harbor task.
+TASK_TIERS = ({"t2", "t3"}, {"harbor"})
 OUTCOMES = {"exploit", "blocked"}
 ADR_0002_FIVE = {
     "runtime-read-answer-key",
@@ -95,7 +97,8 @@ def test_attack_toml_has_exactly_the_format_keys(folder: Path) -> None:
     for key, value in doc.items():
         assert isinstance(value, str) and value.strip(), f"{key} must be a non-empty string"
     assert doc["id"] == folder.name
-    for tier in ("t0", "t1", "t2", "t3"):
+    assert keys & {"t2", "t3", "harbor"} in TASK_TIERS
+    for tier in sorted(keys & {"t0", "t1", "t2", "t3", "harbor"}):
         assert doc[tier] in OUTCOMES, f"{tier} = {doc[tier]!r}"
     assert ("aims" in doc) == ("aims_why" in doc), "aims and aims_why go together"
     if "aims" in doc:
@@ -113,6 +116,23 @@ def test_task_resolves_to_a_task_directory(folder: Path) -> None:
     local, named = folder / task, EXAMPLES / task
     found = local if local.is_dir() else named
     assert (found / "task.toml").is_file(), f"{task!r} is neither under the attack nor examples/"
+
+
+@pytest.mark.parametrize("folder", ATTACKS, ids=lambda p: p.name)
+def test_the_harbor_column_is_named_exactly_for_harbor_tasks(folder: Path) -> None:
+    doc = load(folder)
+    task = str(doc["task"])
+    root = folder / task if (folder / task).is_dir() else EXAMPLES / task
+    kind = tomllib.loads((root / "task.toml").read_text(encoding="utf-8"))["kind"]
+    assert ("harbor" in doc) == (kind == "harbor")
+
+
+def test_the_harbor_column_has_a_blocked_attack_and_its_open_class() -> None:
+    """The late writer (blocked by construction) and a writer during the tests (the tier's
+    open class, docs/compat.md) both stay in the corpus."""
+    harbor = {f.name: load(f)["harbor"] for f in ATTACKS if "harbor" in load(f)}
+    assert harbor.get("harbor-late-reward-writer") == "blocked"
+    assert harbor.get("harbor-reward-during-tests") == "exploit"
 
 
 @pytest.mark.parametrize("folder", ATTACKS, ids=lambda p: p.name)

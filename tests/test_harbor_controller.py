@@ -1,19 +1,21 @@
-"""The harbor tier's controller on the fake runtime: what it reads, and the two checks that keep
-a reward the test script did not produce from counting (the engine runs are in
-test_harbor_docker.py)."""
+"""The harbor tier's controller on the fake runtime: what it reads, where the tests run, and the
+checks that keep a reward the test script did not produce from counting (the engine runs, and
+the init's own behaviour, are in test_harbor_docker.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from assay._internal.model.task import Task, load_task
+from assay._internal.runtime.base import ContainerSpec, ExecResult
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
 from assay._internal.tiers.controller import Source
 from assay._internal.tiers.dispatch import default_tier, tiers_for
-from assay._internal.tiers.harbor import grade_harbor
+from assay._internal.tiers.harbor import INIT_ARGV, TEST_ARGV, grade_harbor
 from assay.errors import TaskError
 
 REWARD = "/logs/verifier/reward.txt"
@@ -41,27 +43,26 @@ def submission(tmp_path: Path) -> Source:
     return Source(path=sub)
 
 
-def fake_tests(reward: bytes, *, leftover: str | None = None) -> Mapping[str, object]:
-    """A fake `bash /tests/test.sh`: checks the restored artifact, writes `reward`, and may leave
-    a process behind as a candidate's daemon would."""
+def fake_tests(reward: bytes, *, init_code: int = 0) -> Mapping[str, object]:
+    """A fake of the tests container's command (assay's init running `bash /tests/test.sh`):
+    checks the restored artifact, writes `reward`, and exits as the init would (3: another
+    process was alive when the script ended)."""
 
     def run(
         c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
     ) -> tuple[int, bytes, bytes]:
-        assert argv == ("bash", "/tests/test.sh")
+        assert argv == INIT_ARGV
         assert env == {"MODE": "x"}
         assert c.files["/workspace/greet.sh"] == b"echo hi\n"
         c.files[REWARD] = reward
-        if leftover:
-            c.procs.append((99, leftover))
-        return 0, b"", b""
+        return init_code, b"", b""
 
-    return {"bash": run}
+    return {"python3": run}
 
 
 def test_dispatch_picks_the_harbor_tier(task: Task) -> None:
     assert default_tier(task) == "harbor"
-    assert tiers_for(task) == ("t0", "harbor")
+    assert tiers_for(task) == ("t0", "t1", "harbor")
 
 
 def test_reward_one_passes(task: Task, submission: Source) -> None:
@@ -69,7 +70,7 @@ def test_reward_one_passes(task: Task, submission: Source) -> None:
     verdict = grade_harbor(rt, task, submission, "img")
     assert verdict.passed and verdict.tier == "harbor"
     assert [(c.id, c.status) for c in verdict.cases] == [("reward", "pass")]
-    assert set(verdict.image_digests) == {"verifier"}
+    assert set(verdict.image_digests) == {"verifier", "tests"}
     assert rt.leftovers() == []
 
 
@@ -108,35 +109,62 @@ def test_a_reward_present_before_the_tests_fails(task: Task, submission: Source)
     assert ran == []  # the tests never ran on a tainted /logs/verifier
 
 
-def test_a_leftover_process_fails_and_the_check_is_what_blocks_it(
-    task: Task, submission: Source
-) -> None:
-    script = fake_tests(b"1", leftover="Sneaky Writer\x1b[31m")
-    verdict = grade_harbor(FakeRuntime(script), task, submission, "img")  # type: ignore[arg-type]
-    assert not verdict.passed
-    assert verdict.reason_codes == ["harbor:leftover-process", "process:sneaky-writer-31m"]
-    # The same run with the check removed: the reward the leftover could have written counts.
-    unchecked = grade_harbor(FakeRuntime(script), task, submission, "img", check_processes=False)  # type: ignore[arg-type]
-    assert unchecked.passed
-
-
-class SlowKeepAlive(FakeRuntime):
-    """The engine's init has not started the keep-alive yet when the container is first listed."""
+class Recording(FakeRuntime):
+    """Remembers every container it made and every exec it ran."""
 
     def __init__(self, programs: Mapping[str, object]) -> None:
         super().__init__(programs)  # type: ignore[arg-type]
-        self.listed = 0
+        self.made: dict[str, FakeContainer] = {}
+        self.execs: list[tuple[str, tuple[str, ...]]] = []
 
-    def processes(self, cid: str) -> list[tuple[int, str]]:
-        self.listed += 1
-        return [(1, "docker-init")] if self.listed == 1 else super().processes(cid)
+    def create(self, spec: ContainerSpec) -> str:
+        cid = super().create(spec)
+        self.made[cid] = self.containers[cid]
+        return cid
+
+    def exec(self, cid: str, argv: tuple[str, ...], **kw: Any) -> ExecResult:
+        self.execs.append((self.made[cid].spec.role, argv))
+        return super().exec(cid, argv, **kw)
 
 
-def test_the_keep_alive_is_not_taken_for_a_leftover(task: Task, submission: Source) -> None:
-    rt = SlowKeepAlive(fake_tests(b"1"))
-    verdict = grade_harbor(rt, task, submission, "img")
-    assert verdict.passed, verdict.reason_codes
-    assert rt.listed == 3  # once too early, once with the keep-alive, once after the tests
+def test_the_tests_are_the_init_of_their_own_container_over_the_holders_files(
+    task: Task, submission: Source
+) -> None:
+    rt = Recording(fake_tests(b"1"))
+    assert grade_harbor(rt, task, submission, "img").passed
+    holder = next(cid for cid, c in rt.made.items() if c.spec.role == "verifier")
+    tests = next(c for c in rt.made.values() if c.spec.role == "tests")
+    assert tests.spec.command == INIT_ARGV and not tests.spec.init
+    assert tests.spec.mounts_of == holder and tests.spec.hardened
+    assert [b.target for b in tests.spec.binds] == ["/assay/harbor"]
+    assert all(argv != TEST_ARGV for _, argv in rt.execs)  # never an exec beside the holder
+
+
+@pytest.mark.parametrize(("code", "reason"), [(3, "harbor:leftover-process"),
+                                              (4, "harbor:tests-interrupted"),
+                                              (127, "harbor:tests-interrupted")])  # fmt: skip
+def test_an_init_that_reports_anything_but_a_clean_end_fails(
+    task: Task, submission: Source, code: int, reason: str
+) -> None:
+    verdict = grade_harbor(Recording(fake_tests(b"1", init_code=code)), task, submission, "img")
+    assert not verdict.passed
+    assert verdict.reason_codes == [reason]  # the reward, 1, is never read
+
+
+def test_t1_is_harbors_own_verifier_an_exec_beside_the_files(
+    task: Task, submission: Source
+) -> None:
+    def bash(
+        c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
+    ) -> tuple[int, bytes, bytes]:
+        c.files[REWARD] = b"1"
+        return 0, b"", b""
+
+    rt = Recording({"bash": bash})
+    verdict = grade_harbor(rt, task, submission, "img", baseline="t1")
+    assert verdict.passed and verdict.tier == "t1"
+    assert rt.execs[-1] == ("verifier", TEST_ARGV)
+    assert {c.spec.role for c in rt.made.values()} == {"verifier"}  # no tests container
 
 
 @pytest.mark.parametrize("workdir", ["/logs", "/logs/verifier", "/tests/x"])
@@ -153,16 +181,3 @@ def test_a_workdir_over_the_reward_or_the_tests_is_refused(tmp_path: Path, workd
     )
     with pytest.raises(TaskError, match="may not overlap"):
         load_task(root)
-
-
-@pytest.mark.parametrize(
-    ("name", "code"),
-    [("__init", "process:init"), ("...", "process:unnamed"), ("Ω" * 80, "process:unnamed"),
-     ("x" * 80, "process:" + "x" * 40)],
-)  # fmt: skip
-def test_a_hostile_process_name_still_makes_a_valid_failed_verdict(
-    task: Task, submission: Source, name: str, code: str
-) -> None:
-    verdict = grade_harbor(FakeRuntime(fake_tests(b"1", leftover=name)), task, submission, "img")  # type: ignore[arg-type]
-    assert not verdict.passed
-    assert verdict.reason_codes == ["harbor:leftover-process", code]

@@ -171,3 +171,24 @@ def test_cli_exit_2_names_the_field(tmp_path: Path) -> None:
     )
     assert ok.exit_code == 0, ok.output
     assert (tmp_path / "g" / "task.toml").is_file()
+
+
+def test_the_committed_import_of_greet_is_what_the_importer_writes(tmp_path: Path) -> None:
+    """examples/greet-harbor (the proof matrix's solvable Harbor task) is greet as imported:
+    every file but solutions/ and task.toml's opening comment equals a fresh import."""
+    fresh = import_harbor(EXAMPLES / "greet", tmp_path / "greet")
+    committed = EXAMPLES.parent / "greet-harbor"
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {
+            p.relative_to(root).as_posix(): p.read_bytes()
+            for p in root.rglob("*")
+            if p.is_file() and p.relative_to(root).parts[0] != "solutions"
+        }
+
+    def body(toml: bytes) -> bytes:
+        return b"\n".join(ln for ln in toml.splitlines() if not ln.startswith(b"#"))
+
+    got, want = files(committed), files(fresh)
+    assert body(got.pop("task.toml")) == body(want.pop("task.toml"))
+    assert got == want

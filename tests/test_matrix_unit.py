@@ -85,7 +85,9 @@ def test_a_well_formed_attack_loads(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("body", "complaint"),
     [
-        (GOOD.replace('t3 = "blocked"\n', ""), "missing key 't3'"),
+        (GOOD.replace('t3 = "blocked"\n', ""), "'t2' and 't3'"),
+        (GOOD + 'harbor = "blocked"\n', "not both"),
+        (GOOD.replace('t1 = "exploit"\n', ""), "missing key 't1'"),
         (GOOD + 'extra = "x"\n', "unknown key 'extra'"),
         (GOOD.replace('id = "a-1"', 'id = "other"'), "key 'id'"),
         (GOOD.replace('t2 = "blocked"', 't2 = "maybe"'), "key 't2'"),

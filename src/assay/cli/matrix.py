@@ -35,7 +35,11 @@ from assay.errors import UsageError
 
 from .common import engine_options, exit_codes
 
-TIER_NAMES: dict[str, str] = {t: f"{t.upper()} {title}" for t, title in TIER_TITLES.items()}
+TIER_NAMES: dict[str, str] = {
+    t: "Harbor" if t == "harbor" else f"{t.upper()} {title}" for t, title in TIER_TITLES.items()
+}
+NA = "n/a"
+"""The cell of a tier that cannot grade the task (T2/T3 a Harbor task, harbor any other)."""
 
 
 def _class_key(cls: str) -> tuple[int, str]:
@@ -62,6 +66,8 @@ def render_markdown(
     got = {(r.attack, r.tier): r for r in rows if r.kind == "attack"}
     ordered = sorted(attacks, key=lambda a: (_class_key(a.cls), a.id))
     cols = [TIER_NAMES[t] for t in tiers]
+    reasons = [t for t in ("t2", "t3", "harbor") if t in tiers]
+    reason_cols = [f"{TIER_NAMES[t].split()[0]} reason" for t in reasons]
     out = [
         "# Proof matrix",
         "",
@@ -74,19 +80,21 @@ def render_markdown(
         "none of that. T0 and T1 are unsafe baselines that prove each attack is live; the classes",
         "and the evidence behind them are in [TAXONOMY.md](../TAXONOMY.md).",
         "",
-        "The harbor tier (tasks imported with `assay import harbor`) is compat-class like T2: the",
-        "candidate's code runs beside the tests, so T2's open items apply. It has no column here;",
-        "its two attacks (a planted reward, a leftover reward writer) are engine tests, see",
-        "[compat.md](compat.md#the-harbor-tier).",
+        "The Harbor column is the harbor tier (tasks imported with `assay import harbor`),",
+        "compat-class like T2: the candidate's program runs beside the tests, so a program that",
+        'writes the reward while they run wins there (docs/compat.md, "The Harbor tier"). It',
+        "grades only Harbor tasks, and T2 and T3 grade none: those cells are n/a. On a Harbor",
+        "task T0 is Harbor's shared mode and T1 Harbor's own separate verifier.",
         "",
         "## Summary",
         "",
-        "| tier | exploit | blocked |",
-        "| --- | ---: | ---: |",
+        "| tier | exploit | blocked | n/a |",
+        "| --- | ---: | ---: | ---: |",
     ]
     for t in tiers:
         obs = [got[(a.id, t)].observed for a in attacks if (a.id, t) in got]
-        out.append(f"| {TIER_NAMES[t]} | {obs.count('exploit')} | {obs.count('blocked')} |")
+        na = sum(1 for a in attacks if t not in a.expected)
+        out.append(f"| {TIER_NAMES[t]} | {obs.count('exploit')} | {obs.count('blocked')} | {na} |")
     out += [
         "",
         f"{len(attacks)} attacks in {len({a.cls for a in attacks})} classes.",
@@ -108,29 +116,28 @@ def render_markdown(
         "",
         "## Every attack",
         "",
-        "The last two columns name the kind of reason a blocked attack's verdict gave, by the",
+        "The reason columns name the kind of reason a blocked attack's verdict gave, by the",
         "namespace of its reason codes, most telling first: `inputs` (the tier refused to run",
         "the agent on inputs that would leak the answer), `policy` (a repository task's path",
         "policy refused a changed path), `firewall` (the archive firewall",
         "refused an artifact), `limit` (a ceiling or deadline), `candidate` (the candidate's",
         "process crashed or returned no valid output), `junit` (T2's report accounting: a test",
         "failed, errored, was skipped or is missing), `pytest` (exit code disagreed), `compare`",
-        "(T3's judge compared the values and they were wrong). An attack whose files never",
-        "cross the firewall shows the reason its remaining artifacts failed with.",
+        "(T3's judge compared the values and they were wrong), `harbor` (the harbor tier's own",
+        "checks: a process alive as the test script ended, a reward before the tests). An",
+        "attack whose files never cross the firewall shows the reason its remaining artifacts",
+        "failed with.",
         "",
-        "| attack | class | " + " | ".join(cols) + " | T2 reason | T3 reason |",
-        "| --- | --- | " + " | ".join("---" for _ in cols) + " | --- | --- |",
+        "| attack | class | " + " | ".join(cols) + " | " + " | ".join(reason_cols) + " |",
+        "| --- | --- | " + " | ".join("---" for _ in [*cols, *reason_cols]) + " |",
     ]
     for a in ordered:
-        cells = []
-        for t in tiers:
-            r = got.get((a.id, t))
-            cells.append("-" if r is None else r.observed + ("" if r.matches else " (!)"))
+        cells = [_md_cell(a, t, got.get((a.id, t))) for t in tiers]
         stops = []
-        for t in ("t2", "t3"):
+        for t in reasons:
             r = got.get((a.id, t))
             stops.append(r.stopped_by if r is not None and r.observed == "blocked" else "")
-        out.append(f"| `{a.id}` | {a.cls} | " + " | ".join(cells) + f" | {stops[0]} | {stops[1]} |")
+        out.append(f"| `{a.id}` | {a.cls} | " + " | ".join([*cells, *stops]) + " |")
     controls = [r for r in rows if r.kind == "control"]
     if controls:
         out += [
@@ -147,12 +154,18 @@ def render_markdown(
             cells = []
             for t in tiers:
                 r = by.get((name, t))
-                cells.append("-" if r is None else r.observed + ("" if r.matches else " (!)"))
+                cells.append(NA if r is None else r.observed + ("" if r.matches else " (!)"))
             out.append(f"| `{name}` | " + " | ".join(cells) + " |")
     issues = problems(rows, attacks, [t for t in TIERS if t in tiers])
     out += ["", "## Problems", ""]
     out += [f"- {p}" for p in issues] if issues else ["None: every outcome was the expected one."]
     return "\n".join(out) + "\n"
+
+
+def _md_cell(a: Attack, tier: str, r: Row | None) -> str:
+    if tier not in a.expected:
+        return NA
+    return "-" if r is None else r.observed + ("" if r.matches else " (!)")
 
 
 def table_cells(markdown: str) -> dict[tuple[str, str], str]:
@@ -229,7 +242,10 @@ def _table(rows: Sequence[Row], attacks: Sequence[Attack], tiers: Sequence[str])
     for name in dict.fromkeys(names):
         table.add_row(name, "control", *[_cell(got.get((name, t))) for t in tiers])
     for a in sorted(attacks, key=lambda a: (_class_key(a.cls), a.id)):
-        table.add_row(a.id, a.cls, *[_cell(got.get((a.id, t))) for t in tiers])
+        table.add_row(
+            a.id, a.cls,
+            *[_cell(got.get((a.id, t))) if t in a.expected else NA for t in tiers],
+        )  # fmt: skip
     return table
 
 
@@ -249,7 +265,7 @@ def _cell(r: Row | None) -> str:
     type=click.Path(file_okay=False, path_type=Path),
     help="A corpus directory (repeatable); default: $ASSAY_CORPUS, the checkout's or ./corpus.",
 )
-@click.option("--tiers", default="t0,t1,t2,t3", help="Comma-separated tiers to run.")
+@click.option("--tiers", default="t0,t1,t2,t3,harbor", help="Comma-separated tiers to run.")
 @click.option("--attack", "only", multiple=True, help="Run only this attack id (repeatable).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--markdown", "md_out", type=click.Path(dir_okay=False, path_type=Path))
@@ -291,7 +307,9 @@ def matrix_cmd(
     with exit_codes(interrupted="interrupted: the running gradings removed their containers"):
         chosen = [t.strip() for t in tiers.split(",") if t.strip()]
         if not chosen or any(t not in TIERS for t in chosen):
-            raise UsageError(f"--tiers {tiers!r}: use a comma-separated subset of t0,t1,t2,t3")
+            raise UsageError(
+                f"--tiers {tiers!r}: use a comma-separated subset of {','.join(TIERS)}"
+            )
         picked: list[Tier] = [t for t in TIERS if t in chosen]
         dirs = list(corpora) or [default_dir("corpus")]
         attacks = load_corpus(dirs)

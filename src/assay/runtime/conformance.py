@@ -248,6 +248,25 @@ def check_census_sees_a_process_left_running(rt: Runtime, image: str) -> None:
         _require(rt.exec(cid, ("true",), deadline_s=30, output_cap=1024).exit_code == 0)
 
 
+def check_command_as_init_shares_mounts_and_ends_with_its_command(rt: Runtime, image: str) -> None:
+    """`init=False`: the command is the container's PID 1 and the container stops with it,
+    giving its exit code; `mounts_of`: it writes into another container's scratch."""
+    gid = _gid()
+    with GradingScope(rt, gid) as scope:
+        holder = scope.container(_spec(image, gid))
+        for script, code in (("printf %s shared > /scratch/x", 0), ("exit 7", 7)):
+            spec = ContainerSpec(
+                image=image, grading_id=gid, role="conformance", command=("sh", "-c", script),
+                limits=Limits(memory_bytes=128 * 2**20, pids=32), init=False, mounts_of=holder,
+            )  # fmt: skip
+            tid = scope.container(spec)
+            exit_code = rt.wait(tid, 60)
+            _require(exit_code == code, exit_code)
+            scope.discard(tid)
+        r = rt.exec(holder, ("cat", "/scratch/x"), deadline_s=30, output_cap=1024)
+        _require(r.stdout == b"shared", r)
+
+
 CHECKS: tuple[Check, ...] = (
     check_exec_output_and_exit_code,
     check_runs_as_non_root,
@@ -262,6 +281,7 @@ CHECKS: tuple[Check, ...] = (
     check_cleanup_on_exception,
     check_gradings_lists_a_live_grading,
     check_census_sees_a_process_left_running,
+    check_command_as_init_shares_mounts_and_ends_with_its_command,
 )
 
 

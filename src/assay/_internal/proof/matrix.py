@@ -42,8 +42,11 @@ from ..tiers.controller import Source
 from ..tiers.dispatch import TIERS, run_tier, tiers_for
 
 OUTCOMES = ("exploit", "blocked")
-REQUIRED_KEYS = frozenset({"id", "title", "class", "source", "task", "t0", "t1", "t2", "t3"})
-OPTIONAL_KEYS = frozenset({"aims", "aims_why", "notes"})
+REQUIRED_KEYS = frozenset({"id", "title", "class", "source", "task", "t0", "t1"})
+OPTIONAL_KEYS = frozenset({"aims", "aims_why", "notes", "t2", "t3", "harbor"})
+# The tiers an attack names besides T0 and T1: T2 and T3 for a function or pytest task, the
+# harbor tier for a Harbor task (no tier of one set can grade the other's tasks: "n/a").
+TASK_TIERS: tuple[frozenset[str], ...] = (frozenset({"t2", "t3"}), frozenset({"harbor"}))
 AGENT_CMD = "sh /agent/run.sh"
 PLANTED_KEY = "ASSAY_BASELINE_API_KEY"
 EXFIL_PORT = "ASSAY_EXFIL_PORT"
@@ -52,7 +55,8 @@ EXCLUSIVE_CLASS = "V11"  # resource exhaustion: one at a time, so it cannot star
 LISTENER_CAP = 1 << 20
 # Which reason namespace best says what stopped an attack, when a verdict carries several.
 _STOP_ORDER = (
-    "policy", "firewall", "limit", "candidate", "junit", "pytest", "compare", "judge", "cases",
+    "policy", "firewall", "harbor", "limit", "candidate", "junit", "pytest", "compare", "judge",
+    "cases",
 )  # fmt: skip
 
 
@@ -84,7 +88,14 @@ CONTROLS = (
     Control("add-correct", "add", "solutions/correct", True),
     Control("add-wrong", "add", "solutions/wrong", False),
     Control("canary-honest", "canary", "attempts/honest", False),
+    # Harbor tasks (T0, T1 and the harbor tier): their environment images are built first.
+    Control("greet-harbor-correct", "greet-harbor", "solutions/correct", True),
+    Control("greet-harbor-wrong", "greet-harbor", "solutions/wrong", False),
+    Control("canary-harbor-honest", "canary-harbor", "attempts/honest", False),
 )
+COPY_CMD = "cp -R /agent/. ."
+"""How a control's files reach a Harbor task's graders: as an agent that copies them (Harbor's
+shared mode, T0, grades an agent run only)."""
 REPO_CONTROLS = (
     # The repository task (T0-T2) and its strict twin (T3): the baselines grade it the way
     # SWE-bench's harness does, and an honest fix must pass there too. Its environment image
@@ -156,7 +167,14 @@ def load_attack(folder: Path) -> Attack:
             raise TaskError(str(path), f"key {key!r} must be a non-empty string")
     if doc["id"] != folder.name:
         raise TaskError(str(path), f"key 'id' is {doc['id']!r}, the folder is {folder.name!r}")
-    for tier in TIERS:
+    named = keys & {"t2", "t3", "harbor"}
+    if named not in TASK_TIERS:
+        raise TaskError(
+            str(path), "name the tiers 't2' and 't3' (a function or pytest task) or 'harbor' "
+            "(a Harbor task), not both"
+        )  # fmt: skip
+    tiers = [t for t in TIERS if t in keys]
+    for tier in tiers:
         if doc[tier] not in OUTCOMES:
             raise TaskError(str(path), f"key {tier!r} must be 'exploit' or 'blocked'")
     if ("aims" in doc) != ("aims_why" in doc) or doc.get("aims", "strict") != "strict":
@@ -170,7 +188,7 @@ def load_attack(folder: Path) -> Attack:
         cls=doc["class"],
         source=doc["source"],
         task=doc["task"],
-        expected={t: doc[t] for t in TIERS},
+        expected={t: doc[t] for t in tiers},
         folder=folder,
         aims=doc.get("aims"),
         aims_why=doc.get("aims_why"),
@@ -270,7 +288,7 @@ def _grade(
     ctx: _Ctx, task: Task, source: Source, tier: Tier, cls: str, gid: str
 ) -> tuple[Verdict, BaselineRun | None, int]:
     rt = ctx.rt()
-    if tier in ("t2", "t3"):
+    if tier in ("t2", "t3", "harbor"):
         return run_tier(rt, task, source, tier, ctx.image, grading_id=gid)[0].verdict, None, 0
     secret = "sk-assay-" + secrets.token_hex(16)
     with _listener() as lst:
@@ -333,6 +351,8 @@ def _control_row(ctx: _Ctx, control: Control, tier: Tier) -> Row:
         root = task_for(control.task, ctx.examples, ctx.examples, tier)
         task = load_task(root)
         source = Source(path=root / control.submission)
+        if task.config.kind == "harbor":
+            source = Source(agent_cmd=COPY_CMD, agent_dir=root / control.submission)
         verdict, run, _ = _grade(ctx, task, source, tier, "", new_grading_id())
     except InfrastructureError as exc:
         return Row("control", control.id, "-", tier, expected, "error", f"infra: {exc}")
@@ -365,11 +385,13 @@ def run_matrix(
     exclusive: list[Callable[[], Row]] = []
     for tier in tiers:
         for c in controls:
-            shared.append(partial(_retrying, partial(_control_row, ctx, c, tier)))
+            if control_grades_on(c, examples, tier):
+                shared.append(partial(_retrying, partial(_control_row, ctx, c, tier)))
     for a in attacks:
         queue = exclusive if a.cls == EXCLUSIVE_CLASS else shared
         for tier in tiers:
-            queue.append(partial(_retrying, partial(_attack_row, ctx, a, tier)))
+            if tier in a.expected:
+                queue.append(partial(_retrying, partial(_attack_row, ctx, a, tier)))
     rows: list[Row] = []
     lock = threading.Lock()
 
@@ -402,6 +424,12 @@ def run_matrix(
     return rows
 
 
+def control_grades_on(control: Control, examples: Path, tier: Tier) -> bool:
+    """Whether `tier` can grade the control's task (a Harbor task only on T0, T1, harbor)."""
+    task = load_task(task_for(control.task, examples, examples, tier))
+    return tier in tiers_for(task)
+
+
 def problems(rows: Sequence[Row], attacks: Sequence[Attack], tiers: Sequence[Tier]) -> list[str]:
     """Everything that must fail the run, one sentence each."""
     out = []
@@ -427,20 +455,29 @@ def graded_tasks(
     attacks: Sequence[Attack], controls: Sequence[Control], examples: Path, tiers: Sequence[Tier]
 ) -> list[Task]:
     """Every task the run grades, once each (what `assay matrix` builds environments for)."""
-    roots = {task_for(a.task, a.folder, examples, t) for a in attacks for t in tiers}
+    roots = {task_for(a.task, a.folder, examples, t) for a in attacks for t in tiers
+             if t in a.expected}  # fmt: skip
     roots |= {task_for(c.task, examples, examples, t) for c in controls for t in tiers}
     return [load_task(root) for root in sorted(roots)]
 
 
+_NEEDS = {"t3": "strict", "harbor": "Harbor"}
+
+
 def kinds_ok(attacks: Sequence[Attack], examples: Path, tiers: Sequence[Tier]) -> None:
-    """Fail fast, before any container starts, if a tier cannot grade an attack's task."""
+    """Fail fast, before any container starts, if a tier cannot grade an attack's task, or an
+    attack names no outcome for a tier that can."""
     for a in attacks:
         for tier in tiers:
             root = task_for(a.task, a.folder, examples, tier)
             task = load_task(root)
             kind = task.config.kind
+            if tier not in a.expected:
+                if tier in tiers_for(task):
+                    raise UsageError(f"attack {a.id}: no outcome for {tier}, which grades {root}")
+                continue
             if tier not in tiers_for(task):
                 raise UsageError(
-                    f"attack {a.id}: {tier} needs a {'strict' if tier == 't3' else 'pytest'} "
+                    f"attack {a.id}: {tier} needs a {_NEEDS.get(tier, 'pytest')} "
                     f"task, and {root} is {kind!r} with no twin"
                 )

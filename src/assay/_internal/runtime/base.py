@@ -100,6 +100,14 @@ class ContainerSpec:
     and running each case as `user` (_incontainer/confine.py). Hardened containers only."""
     network: Literal["none", "host"] = "none"
     """Only for an unhardened container; a hardened one has no network whatever this says."""
+    init: bool = True
+    """False: `command` is the container's PID 1, run as `user`. When it exits, the kernel
+    ends every other process in the container's PID namespace before the container counts
+    as stopped (the harbor tier's tests). True: the engine's init and the keep-alive run as
+    root, and every exec as `user`."""
+    mounts_of: str | None = None
+    """Another container of the grading whose binds and scratch this one mounts too, at the
+    same paths, on top of its own (Docker's `volumes_from`)."""
 
 
 @dataclass(frozen=True)

@@ -217,7 +217,7 @@ class DockerRuntime:
                 "mounts": mounts,
                 "environment": dict(spec.env),
                 "working_dir": spec.workdir,
-                "init": True,
+                "init": spec.init,
                 "detach": True,
                 "mem_limit": lim.memory_bytes,
                 "memswap_limit": lim.memory_bytes,
@@ -232,8 +232,10 @@ class DockerRuntime:
                     # Init and its keep-alive run as root with no capabilities, so the
                     # candidate's uid cannot open their fds through /proc (a flood into
                     # the engine's stdout pipe) or kill them to end the container. Every
-                    # exec names the spec's user instead (see `exec`).
-                    user="0:0",
+                    # exec names the spec's user instead (see `exec`). A container whose
+                    # command is its init (`init=False`) has no keep-alive to protect: its
+                    # command runs as the spec's user, and the container ends with it.
+                    user="0:0" if spec.init else spec.user,
                     read_only=True,
                     cap_drop=["ALL"],
                     security_opt=["no-new-privileges"],
@@ -245,6 +247,8 @@ class DockerRuntime:
                     kwargs["cap_add"] = list(SWITCH_CAPS)
             else:
                 kwargs.update(user=spec.user, network_mode=spec.network)
+            if spec.mounts_of is not None:
+                kwargs["volumes_from"] = [spec.mounts_of]
             if self._oci_runtime:
                 kwargs["runtime"] = self._oci_runtime
             if self._oci_runtime == "runsc":

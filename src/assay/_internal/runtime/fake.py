@@ -28,6 +28,8 @@ class FakeContainer:
     oom: bool = False
     procs: list[tuple[int, str]] = field(default_factory=lambda: [(1, "docker-init"), (2, "sleep")])
     owner: str = field(default_factory=this_owner)
+    exit_code: int | None = None
+    ran_s: float = 0.0
 
 
 Program = Callable[[FakeContainer, tuple[str, ...], Mapping[str, str]], tuple[int, bytes, bytes]]
@@ -50,13 +52,22 @@ class FakeRuntime:
 
     def create(self, spec: ContainerSpec) -> str:
         cid = f"fake{next(self._ids):08d}"
-        self.containers[cid] = FakeContainer(spec)
+        # Shared mounts: the same dict, so either container sees what the other wrote.
+        files = self._get(spec.mounts_of).files if spec.mounts_of is not None else {}
+        self.containers[cid] = FakeContainer(spec, files)
         for s in spec.scratch:
             self.volumes.add(f"{cid}:{s.target}")
         return cid
 
     def start(self, cid: str) -> None:
-        self._get(cid).state = "running"
+        c = self._get(cid)
+        c.state = "running"
+        if not c.spec.init:
+            # The command is the container's init: it runs to its end, and the container
+            # (every process in it) ends with it.
+            c.procs = [(1, c.spec.command[0])]
+            c.exit_code, _, _, c.ran_s = self._run(c, c.spec.command, c.spec.env)
+            c.procs, c.state = [], "exited"
 
     def kill(self, cid: str) -> None:
         if cid in self.containers:
@@ -74,7 +85,9 @@ class FakeRuntime:
 
     def wait(self, cid: str, deadline_s: float) -> int | None:
         c = self._get(cid)
-        return 0 if c.state == "exited" else None
+        if c.state != "exited" or c.ran_s > deadline_s:
+            return None
+        return 0 if c.exit_code is None else c.exit_code
 
     def exec(
         self,
@@ -142,8 +155,11 @@ class FakeRuntime:
         return 127, b"", f"fake: unknown command {argv!r}\n".encode(), 0.0
 
     def _writable(self, c: FakeContainer, path: str) -> bool:
-        tops = [s.target for s in c.spec.scratch] + ["/tmp"]
-        tops += [b.target for b in c.spec.binds if not b.read_only]
+        specs = [c.spec]
+        if c.spec.mounts_of is not None:
+            specs.append(self._get(c.spec.mounts_of).spec)
+        tops = [s.target for spec in specs for s in spec.scratch] + ["/tmp"]
+        tops += [b.target for spec in specs for b in spec.binds if not b.read_only]
         return not c.spec.hardened or any(path.startswith(t + "/") for t in tops)
 
     def put_archive(self, cid: str, path: str, data: bytes) -> None:

@@ -6,7 +6,7 @@ all call `pick_tier` and `run_tier`; no other module knows which kind of task go
 
 from __future__ import annotations
 
-from typing import get_args
+from typing import Literal, get_args
 
 from assay.errors import UsageError
 
@@ -25,9 +25,9 @@ from .repo import grade_repository
 from .strict import grade_strict
 
 ALL_TIERS: tuple[Tier, ...] = get_args(Tier)
-TIERS: tuple[Tier, ...] = tuple(t for t in ALL_TIERS if t != "harbor")
-"""The proof matrix's columns. The harbor tier grades only imported Harbor tasks and has no
-column (docs/matrix.md, "Harbor tier"); its attacks are tested in tests/test_harbor_docker.py."""
+TIERS: tuple[Tier, ...] = ALL_TIERS
+"""The proof matrix's columns. An attack is graded on the tiers that can grade its task
+(`tiers_for`): the harbor tier only Harbor tasks, T2 and T3 never one."""
 
 DEFAULT_IMAGE = DEFAULT_BASE_IMAGE
 
@@ -47,7 +47,7 @@ def is_repository(task: Task) -> bool:
 def tiers_for(task: Task) -> tuple[Tier, ...]:
     """Every tier that can grade `task` at all (the unsafe baselines included)."""
     if task.config.kind == "harbor":
-        return ("t0", "harbor")
+        return ("t0", "t1", "harbor")
     return ("t3",) if task.config.kind in STRICT_KINDS else ("t0", "t1", "t2")
 
 
@@ -96,8 +96,10 @@ def run_tier(
     if tier == "t2":
         return Judged(grade_compat(rt, task, source, image, grading_id)), None
     if tier == "harbor" or task.config.kind == "harbor":
-        shared = tier == "t0"  # the naive baseline: Harbor's shared mode
-        return Judged(grade_harbor(rt, task, source, image, grading_id, shared=shared)), None
+        # The baselines model Harbor itself: T0 its shared mode, T1 its own separate verifier.
+        harbors: Literal["t0", "t1"] | None = "t0" if tier == "t0" else None
+        harbors = "t1" if tier == "t1" else harbors
+        return Judged(grade_harbor(rt, task, source, image, grading_id, baseline=harbors)), None
     if is_repository(task):
         run = run_repo_baseline(rt, task, source, image, tier, baseline, grading_id=grading_id)
     else:

@@ -2,24 +2,26 @@
 
   agent phase + firewall: exactly the strict tier's (`intake`): only the declared artifacts
           leave the agent's container, as the firewall's normalised archive.
-  verify: a fresh, hardened, offline container from the task's environment image; its
-          workdir as the image has it, the artifacts restored over it; /logs/verifier is
-          checked to be empty;
-          judge/tests/ is mounted read-only at /tests (it was never in the agent's container
-          or the image's build context); `bash /tests/test.sh` runs under the verifier time
-          limit. Then the container is frozen, the engine lists its processes from outside
-          (any process started since the container began is a leftover of the candidate and
-          fails the grading, naming it), and the reward file is read through the firewall
-          and parsed strictly (`harbor_reward`).
+  verify: a fresh, hardened, offline container from the task's environment image (the
+          holder) holds the verifier's files: its workdir as the image has it, the artifacts
+          restored over it, /logs/verifier (checked to be empty), and judge/tests/ read-only at
+          /tests (never in the agent's container or the image's build context). No code of
+          the candidate ever runs in it. `bash /tests/test.sh` runs as PID 1 of a second
+          container that mounts the holder's files (the tests container), under the verifier
+          time limit: when the script's process exits, the kernel ends every other process in
+          that container before the container counts as stopped. Only then is the reward read,
+          from the holder, through the firewall, and parsed strictly (`harbor_reward`).
 
-The candidate's code runs in the same container as test.sh, with the same uid, so it can do
-anything the test script can (docs/compat.md, "Harbor tier"). What this tier guarantees is
-narrower: the reward was not present before the tests ran, nothing the candidate started
-outlives the tests, and an unreadable reward is a failure.
+The candidate's code runs beside test.sh, with the same uid, so while the script runs it can do
+anything the script can, the reward included (docs/compat.md, "Harbor tier"). What this tier
+guarantees is narrower: the reward was not present before the tests ran, nothing the candidate
+started runs once the test script's process has exited, and an unreadable reward is a failure.
 
-`shared=True` is the naive baseline (T0): Harbor's shared mode, where the tests run in the
-agent's own container after it finished and the reward is read without either check. It
-exists only to show the attacks of the proof matrix are live.
+The two baselines model what Harbor itself does, to show the attacks of the proof matrix live.
+T0 is Harbor's shared mode: the tests run in the agent's own container after it finished.
+T1 is Harbor's separate verifier as Harbor runs it: the same fresh verifier, but test.sh is an
+exec in it and the reward is read when that exec returns, while whatever the candidate left
+running still runs.
 """
 
 from __future__ import annotations
@@ -29,14 +31,14 @@ import os
 import re
 import tarfile
 from pathlib import Path
-from time import monotonic, sleep
+from typing import Literal
 
 from assay.errors import UsageError
 
 from ..firewall.check import FirewallLimits
 from ..model.task import HARBOR_TEST, Task
 from ..model.verdict import CaseResult, Verdict, build_verdict
-from ..runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, RuntimeError_, Scratch
+from ..runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
 from ..runtime.base import ceilings_hit, stopped_ceilings
 from ..runtime.scope import new_grading_id
 from .controller import Grading, Source
@@ -48,7 +50,11 @@ LOGS = "/logs/verifier"
 TESTS = "/tests"
 LOGS_BYTES = 1 << 20
 TEST_ARGV = ("bash", f"{TESTS}/test.sh")
-OWN_WAIT_S = 30.0
+INCONTAINER_HARBOR = Path(__file__).resolve().parents[2] / "_incontainer" / "harbor"
+INIT_DIR = "/assay/harbor"
+INIT_ARGV = ("python3", "-I", "-S", f"{INIT_DIR}/init.py", *TEST_ARGV)
+# init.py's exit codes: 0 the script ended alone; LEFTOVER another process was alive then.
+INIT_LEFTOVER = 3
 _NAME_CHARS = re.compile(r"[^a-z0-9_.-]+")
 
 __all__ = ["LOGS", "TESTS", "grade_harbor", "verifier_spec"]
@@ -81,18 +87,15 @@ def grade_harbor(
     image: str,
     grading_id: str | None = None,
     *,
-    shared: bool = False,
-    check_processes: bool = True,
+    baseline: Literal["t0", "t1"] | None = None,
 ) -> Verdict:
-    """`check_processes=False` exists for the attack tests only: it shows the leftover-process
-    check is what blocks a candidate that writes the reward after the tests."""
     if task.config.kind != "harbor":
         raise UsageError(f"task {task.id!r} is kind {task.config.kind!r}; not a harbor task")
     if not (task.judge_dir / HARBOR_TEST).is_file():
         raise UsageError(f"task {task.id!r} has no judge/{HARBOR_TEST}")
-    g = Grading(rt, task, "t0" if shared else "harbor", image, gid=grading_id or new_grading_id())
+    g = Grading(rt, task, baseline or "harbor", image, gid=grading_id or new_grading_id())
     with g.scope() as scope:
-        if shared:
+        if baseline == "t0":
             return _shared(g, scope, source)
         taken = g.take_submission(scope, source)
         if isinstance(taken, Refused):
@@ -100,7 +103,7 @@ def grade_harbor(
         # The verifier runs the task's environment image (an imported task always has one,
         # built by `assay build` or on first use), as the agent did.
         with g.timed("verify"):
-            outcome = _verify(scope, task, g.task_image, taken, check_processes)
+            outcome = _verify(scope, task, g.task_image, taken, harbors_own=baseline == "t1")
         return _verdict(g, outcome)
 
 
@@ -119,12 +122,11 @@ def _verdict(g: Grading, outcome: Outcome) -> Verdict:
 
 
 def _verify(
-    scope: GradingScope, task: Task, image: str, sub: Submission, check_processes: bool
+    scope: GradingScope, task: Task, image: str, sub: Submission, harbors_own: bool
 ) -> Outcome:
     rt = scope.runtime
     spec = verifier_spec(task, image, scope.grading_id)
     cid = scope.container(spec)
-    own = _own_processes(rt, cid, spec.command[0])
     # The workdir as the image has it (Harbor's verifier starts from the environment too),
     # then the artifacts over it, root-owned so the tests' uid cannot rewrite them.
     if task.environment is not None:
@@ -135,33 +137,11 @@ def _verify(
         return before
     if before:
         return ["harbor:reward-before-tests", *(_code("file", n) for n in sorted(before)[:4])]
-    run = rt.exec(
-        cid, TEST_ARGV, deadline_s=task.config.limits.total_timeout, output_cap=0,
-        env=spec.env, workdir=workdir_of(task),
-        capture=False,
-    )  # fmt: skip
-    limits = [f"limit:{c}" for c in ceilings_hit(rt, cid)]
-    if run.exited:
-        limits = limits or [f"limit:{c}" for c in stopped_ceilings(rt, cid)]
+    run_tests = _exec_tests if harbors_own else _tests_as_init
+    failed = run_tests(scope, task, cid, spec)
+    if failed:
         scope.discard(cid)
-        if not limits:
-            raise RuntimeError_("the verifier container stopped during the tests at no limit")
-        return limits
-    if run.timed_out:
-        scope.discard(cid)
-        return ["limit:verifier-time", *limits]
-    try:
-        rt.pause(cid)  # nothing may write the reward between the check below and the read
-    except RuntimeError_:
-        scope.discard(cid)
-        return ["limit:freeze", *limits]
-    leftovers = sorted({name for pid, name in rt.processes(cid) if pid not in own})
-    if leftovers and check_processes:
-        scope.discard(cid)
-        return ["harbor:leftover-process", *(_code("process", n) for n in leftovers[:4])]
-    if limits:
-        scope.discard(cid)
-        return limits
+        return failed
     after = _read_logs(scope, cid, "after")
     scope.discard(cid)
     if isinstance(after, list):
@@ -169,18 +149,53 @@ def _verify(
     return parse_reward(after)
 
 
-def _own_processes(rt: Runtime, cid: str, keep_alive: str) -> set[int]:
-    """The container's own processes (its init and keep-alive), once the keep-alive runs:
-    nothing of the candidate has run yet, so any other process after the tests is a leftover.
-    Listed too early, the keep-alive would be missing and later taken for the candidate's."""
-    deadline = monotonic() + OWN_WAIT_S
-    while True:
-        procs = rt.processes(cid)
-        if any(name == keep_alive for _, name in procs):
-            return {pid for pid, _ in procs}
-        if monotonic() > deadline:
-            raise RuntimeError_(f"the verifier's {keep_alive!r} did not start in {OWN_WAIT_S} s")
-        sleep(0.05)
+def _tests_as_init(scope: GradingScope, task: Task, holder: str, spec: ContainerSpec) -> list[str]:
+    """test.sh under assay's init (`_incontainer/harbor/init.py`), PID 1 of a container of its
+    own that mounts the holder's files. The init stops the script at its exit, before anything
+    of it can be seen, kills every other process at once, and reports any it found; as it
+    exits, the kernel ends the namespace, and the engine counts the container stopped only
+    after that. So once `wait` returns, no process of the candidate runs anywhere, and none
+    ran after the script ended. (A listing after the tests could only see the processes still
+    there: a writer that waits for the script to exit, writes and exits at once was gone.)"""
+    rt = scope.runtime
+    tests = ContainerSpec(
+        image=spec.image,
+        grading_id=spec.grading_id,
+        role="tests",
+        command=INIT_ARGV,
+        env=spec.env,
+        binds=(Bind(INCONTAINER_HARBOR, INIT_DIR),),
+        limits=spec.limits,
+        workdir=spec.workdir,
+        init=False,
+        mounts_of=holder,
+    )
+    tid = scope.container(tests)
+    code = rt.wait(tid, task.config.limits.total_timeout)
+    limits = [f"limit:{c}" for c in ceilings_hit(rt, tid)]
+    scope.discard(tid)  # a script past its deadline still runs: removing it ends it
+    if code is None:
+        return ["limit:verifier-time", *limits]
+    if limits:
+        return limits
+    if code == INIT_LEFTOVER:
+        return ["harbor:leftover-process"]
+    return [] if code == 0 else ["harbor:tests-interrupted"]
+
+
+def _exec_tests(scope: GradingScope, task: Task, holder: str, spec: ContainerSpec) -> list[str]:
+    """T1, Harbor's own verifier: test.sh is an exec in the verifier, and the reward is read
+    when the exec returns, beside whatever the candidate's program left running there."""
+    rt = scope.runtime
+    run = rt.exec(
+        holder, TEST_ARGV, deadline_s=task.config.limits.total_timeout, output_cap=0,
+        env=spec.env, workdir=workdir_of(task), capture=False,
+    )  # fmt: skip
+    if run.timed_out:
+        return ["limit:verifier-time"]
+    if run.exited:
+        return [f"limit:{c}" for c in stopped_ceilings(rt, holder)] or ["limit:verifier-time"]
+    return [f"limit:{c}" for c in ceilings_hit(rt, holder)]
 
 
 def _code(kind: str, name: str) -> str:
@@ -225,7 +240,10 @@ def _shared(g: Grading, scope: GradingScope, source: Source) -> Verdict:
         image=g.task_image,
         grading_id=scope.grading_id,
         role="agent",
-        binds=(Bind(task.inputs_dir, "/task"),),
+        binds=(
+            Bind(task.inputs_dir, "/task"),
+            *((Bind(source.agent_dir.resolve(), "/agent"),) if source.agent_dir else ()),
+        ),
         scratch=(
             Scratch(workdir_of(task), lim.artifact_bytes),
             Scratch(LOGS, LOGS_BYTES),

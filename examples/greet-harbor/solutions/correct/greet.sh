@@ -1,0 +1,2 @@
+#!/bin/sh
+printf 'Hello, %s!\n' "${1:-world}"
