@@ -66,7 +66,7 @@ def semver(docker_runtime: DockerRuntime) -> Task:
 
 def grade(rt: DockerRuntime, image: str, task: Task, submission: Path) -> Verdict:
     gid = new_grading_id()
-    verdict, _ = run_tier(rt, task, Source(path=submission), "t2", image, grading_id=gid)
+    verdict = run_tier(rt, task, Source(path=submission), "t2", image, grading_id=gid)[0].verdict
     assert rt.leftovers(gid) == [], "the grading left something behind"
     return verdict
 

@@ -75,7 +75,7 @@ def linked(docker_runtime: DockerRuntime, tmp_path_factory: pytest.TempPathFacto
 def grade(rt: DockerRuntime, image: str, task: Task, source: Source) -> Verdict:
     gid = new_grading_id()
     try:
-        verdict, _ = run_tier(rt, task, source, "t2", image, grading_id=gid)
+        verdict = run_tier(rt, task, source, "t2", image, grading_id=gid)[0].verdict
     finally:
         assert rt.leftovers(gid) == [], "the grading left something behind"
     return verdict
