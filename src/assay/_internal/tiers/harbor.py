@@ -59,6 +59,12 @@ def workdir_of(task: Task) -> str:
     return task.workdir
 
 
+def whole_workdir(task: Task) -> bool:
+    """The task's artifact is its whole workdir (`assay import harbor`'s rule for a Harbor task
+    that declares none)."""
+    return list(task.config.artifacts) == ["**"]
+
+
 def verifier_spec(task: Task, image: str, gid: str) -> ContainerSpec:
     lim = task.config.limits
     harbor = task.config.harbor
@@ -127,8 +133,10 @@ def _verify(
     cid = scope.container(spec)
     own = _own_processes(rt, cid, spec.command[0])
     # The workdir as the image has it (Harbor's verifier starts from the environment too),
-    # then the artifacts over it, root-owned so the tests' uid cannot rewrite them.
-    if task.environment is not None:
+    # then the artifacts over it, root-owned so the tests' uid cannot rewrite them. When the
+    # artifact is the whole workdir, it is the workdir: no seed under it, so what the agent
+    # deleted stays deleted and the tests see exactly the agent's final workdir.
+    if task.environment is not None and not whole_workdir(task):
         seed_workdir(scope, task, image, cid)
     rt.put_archive(cid, workdir_of(task), sub.archive.read_bytes())
     before = _read_logs(scope, cid, "before")
