@@ -1,0 +1,101 @@
+"""The three real-format Harbor fixtures on a real engine: each imported, built offline, its own
+solve.sh passes and a no-op agent fails. And the trojaned interpreter: an agent that replaces
+`python3` wherever it can outside its workdir (and drops one in its workdir) with a no-op
+solution. It is live in Harbor's default mode, where the agent is root in a writable container
+and the tests run in that same container; on the harbor tier the agent cannot write outside its
+workdir, and the verifier is a fresh container of the image with only the workdir restored,
+so the tests run the image's python3 and the no-op fails."""
+
+from __future__ import annotations
+
+import pytest
+from e2e import EXAMPLES
+
+from assay._internal.environment.build import ensure_environment
+from assay._internal.importers.harbor import import_harbor
+from assay._internal.model.envcontext import environment_ref
+from assay._internal.model.task import Task, load_task
+from assay._internal.model.verdict import Verdict
+from assay._internal.runtime import Bind, ContainerSpec, GradingScope, Scratch
+from assay._internal.runtime.docker import DockerRuntime, connect
+from assay._internal.tiers.controller import Source
+from assay._internal.tiers.harbor import LOGS, TEST_ARGV, TESTS, grade_harbor
+from assay._internal.tiers.strict import new_grading_id
+
+pytestmark = pytest.mark.docker
+
+HARBOR = EXAMPLES / "harbor"
+FIXTURES = ("log-summary", "fizzbuzz-v2", "word-count")
+# Overwrites python3 in every PATH directory, HOME, /tmp and the workdir, each attempt allowed
+# to fail; the trojan writes a reward of 1 and exits 0, as a passing test run would.
+TROJAN = r"""t='#!/bin/sh
+mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; exit 0'
+for d in /usr/local/bin /usr/bin /bin "$HOME" /tmp .; do
+  printf '%s\n' "$t" > "$d/python3" 2>/dev/null && chmod +x "$d/python3" 2>/dev/null
+done
+true"""
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Task]:
+    out = tmp_path_factory.mktemp("harbor-real")
+    client = connect()
+    tasks = {}
+    for name in FIXTURES:
+        task = load_task(import_harbor(HARBOR / name, out / name))
+        ensure_environment(client, task)  # also reads the image's WORKDIR when none is named
+        tasks[name] = task
+    return tasks
+
+
+def grade(rt: DockerRuntime, image: str, task: Task, source: Source) -> Verdict:
+    gid = new_grading_id()
+    verdict = grade_harbor(rt, task, source, image, grading_id=gid)
+    assert rt.leftovers(gid) == [], "the grading left something behind"
+    return verdict
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_reference_passes_and_a_no_op_agent_fails(docker_runtime, base_image, imported, name):
+    task = imported[name]
+    ok = grade(
+        docker_runtime,
+        base_image,
+        task,
+        Source(agent_cmd="bash /agent/solve.sh", agent_dir=task.root / "solutions" / "reference"),
+    )
+    assert ok.passed, ok.reason_codes
+    noop = grade(docker_runtime, base_image, task, Source(agent_cmd="true"))
+    assert not noop.passed
+    assert noop.reason_codes == [] and any(c.status == "fail" for c in noop.cases)
+
+
+def test_the_image_workdir_is_the_agents(imported) -> None:
+    assert imported["log-summary"].workdir == "/srv/logsum"  # the Dockerfile's WORKDIR, not /app
+
+
+def harbor_default_mode(rt: DockerRuntime, task: Task, image: str, agent_cmd: str) -> bytes:
+    """What Harbor does with a task by default: one container, the agent as root with a
+    writable root filesystem, then test.sh in that same container; returns the reward file."""
+    with GradingScope(rt, new_grading_id()) as scope:
+        cid = scope.container(ContainerSpec(
+            image=image, grading_id=scope.grading_id, role="agent", user="0:0", hardened=False,
+            binds=(Bind(task.judge_dir / "tests", TESTS),), scratch=(Scratch(LOGS, 1 << 20),),
+            workdir=task.workdir,
+        ))  # fmt: skip
+        rt.exec(cid, ("sh", "-c", agent_cmd), deadline_s=60, output_cap=1 << 16)
+        rt.exec(cid, TEST_ARGV, deadline_s=120, output_cap=1 << 16, workdir=task.workdir)
+        return rt.exec(cid, ("cat", f"{LOGS}/reward.txt"), deadline_s=30, output_cap=64).stdout
+
+
+def test_a_trojaned_interpreter_is_live_in_harbors_default_mode_and_fails_here(
+    docker_runtime, base_image, imported
+) -> None:
+    task = imported["log-summary"]
+    image = environment_ref(task) or base_image
+    assert harbor_default_mode(docker_runtime, task, image, "true").strip() == b"0"
+    live = harbor_default_mode(docker_runtime, task, image, TROJAN)
+    assert live.strip() == b"1"  # the trojan ran as the tests' python3 and wrote the reward
+    blocked = grade(docker_runtime, base_image, task, Source(agent_cmd=TROJAN))
+    assert not blocked.passed
+    assert blocked.reason_codes == [] and [c.status for c in blocked.cases] == ["fail"]
