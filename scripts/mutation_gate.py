@@ -325,6 +325,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_harbor_fields.py::test_the_image_workdir_is_read_from_the_image_and_checked",),
     ),
     Mutation(
+        "harbor-whole-workdir-exact",
+        "the verifier's workdir being exactly the agent's when the artifact is the whole workdir",
+        "src/assay/_internal/tiers/harbor.py",
+        "    if task.environment is not None and not whole_workdir(task):\n",
+        "    if task.environment is not None:\n",
+        (
+            "tests/test_harbor_realformat_docker.py::"
+            "test_the_whole_workdir_is_the_verifiers_workdir_deletions_included",
+        ),
+    ),
+    Mutation(
         "report-json-escaping",
         "the HTML report's escaping of < > & in its embedded JSON",
         "src/assay/_internal/report/page.py",

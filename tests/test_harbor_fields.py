@@ -231,8 +231,16 @@ def test_a_test_script_reading_outside_the_workdir_is_noted(tmp_path: Path) -> N
     )
     notes = import_tree(src, None)[0].notes
     text = "\n".join(notes)
-    assert "reads paths outside the workdir /app: /opt/state/out.txt;" in text
-    assert "fetches from the network (curl)" in text
+    assert "outside-workdir: reads paths outside the workdir /app: /opt/state/out.txt;" in text
+    assert "network: fetches from the network (curl)" in text
+    assert "python-cwd" not in text
+    script = src / "tests" / "test.sh"
+    for line, noted in [("python3 -m pytest /tests", True), ("python3 -B -c 'x'", True),
+                        ("python3 -I -m pytest /tests", False), ("python3 -P -m x", False),
+                        ("# python3 -m pytest", False), ("pytest /tests", False)]:  # fmt: skip
+        script.write_text(f"#!/bin/bash\ncd /app\n{line}\n")
+        notes = [n.split(":")[0] for n in import_tree(src, None)[0].notes]
+        assert ("tests/test.sh python-cwd" in notes) == noted, line
 
 
 def test_a_directory_of_tasks_and_its_survey(tmp_path: Path) -> None:

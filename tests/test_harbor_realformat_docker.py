@@ -8,6 +8,8 @@ so the tests run the image's python3 and the no-op fails."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from e2e import EXAMPLES
 
@@ -99,3 +101,53 @@ def test_a_trojaned_interpreter_is_live_in_harbors_default_mode_and_fails_here(
     blocked = grade(docker_runtime, base_image, task, Source(agent_cmd=TROJAN))
     assert not blocked.passed
     assert blocked.reason_codes == [] and [c.status for c in blocked.cases] == ["fail"]
+
+
+SHADOW = "printf 'import sys\\nsys.exit(0)\\n' > pytest.py"
+"""A no-op solution that leaves a pytest.py in the workdir, which exits 0 if it is imported."""
+
+
+def test_a_module_left_in_the_workdir_shadows_python_m_but_not_the_pytest_command(
+    docker_runtime, base_image, imported, tmp_path
+) -> None:
+    """The whole workdir is in the verifier, at the tests' working directory. `python3 -m
+    pytest` puts that directory first on sys.path, so the agent's pytest.py runs instead and
+    exits 0 (live on a copy of the task whose test.sh is written that way; the importer notes
+    such a test.sh); the fixture runs `pytest` as a command, as Terminal-Bench's `uvx pytest`
+    does, and the same agent fails."""
+    task = imported["log-summary"]
+    copy = tmp_path / "log-summary-m"
+    shutil.copytree(task.root, copy)
+    script = copy / "judge" / "tests" / "test.sh"
+    script.write_text(script.read_text().replace("\npytest -p", "\npython3 -m pytest -p"))
+    variant = load_task(copy)
+    ensure_environment(connect(), variant)  # the same build context: the same image
+    live = grade(docker_runtime, base_image, variant, Source(agent_cmd=SHADOW))
+    assert live.passed, live.reason_codes  # the shadow module decided the reward
+    blocked = grade(docker_runtime, base_image, task, Source(agent_cmd=SHADOW))
+    assert not blocked.passed and [c.status for c in blocked.cases] == ["fail"]
+
+
+def test_the_whole_workdir_is_the_verifiers_workdir_deletions_included(
+    docker_runtime, base_image, tmp_path
+) -> None:
+    """With no declared artifact the verifier's workdir is exactly the agent's: a file the
+    agent deleted from the image's workdir is not copied back under it (the task asks for
+    that deletion; a no-op agent fails)."""
+    src = tmp_path / "src"
+    shutil.copytree(HARBOR / "fizzbuzz-v2", src)
+    (src / "environment" / "junk").write_text("remove me\n")
+    (src / "environment" / "keep").write_text("keep me\n")
+    (src / "environment" / "Dockerfile").write_text(
+        "FROM assay-base:latest\nWORKDIR /app\nCOPY junk keep /app/\n"
+    )
+    (src / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nif [ ! -e junk ] && [ -e keep ]; then r=1; else r=0; fi\n"
+        'echo "$r" > /logs/verifier/reward.txt\n'
+    )
+    task = load_task(import_harbor(src, tmp_path / "cleanup"))
+    ensure_environment(connect(), task)
+    done = grade(docker_runtime, base_image, task, Source(agent_cmd="rm junk"))
+    assert done.passed, done.reason_codes
+    noop = grade(docker_runtime, base_image, task, Source(agent_cmd="true"))
+    assert not noop.passed

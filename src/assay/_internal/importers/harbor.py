@@ -41,6 +41,9 @@ _IMAGE_PATHS = ("/bin", "/sbin", "/usr/bin", "/usr/sbin", "/dev/null", "/dev/std
 """Paths a test script may name without relying on the agent's state: the image's own
 programs (a fresh verifier has the image's, whatever the agent did) and the verifier's own."""
 _FETCH = re.compile(r"\b(apt-get|apt|curl|wget|pip3? install|uv pip install|uvx|npm install)\b")
+_CWD_PYTHON = re.compile(r"\bpython[0-9.]*((?:\s+-[A-Za-z]+)*?)\s+-[mc]\b")
+"""`python -m X` / `python -c ...`: Python puts the working directory first on sys.path,
+unless `-I` or `-P` (in the flags captured) says not to."""
 _WORKDIR_LINE = re.compile(r"^\s*WORKDIR\s+(\S+)\s*$", re.IGNORECASE | re.MULTILINE)
 
 __all__ = ["Converted", "Refusal", "Result", "import_harbor", "import_tree", "task_id"]
@@ -202,6 +205,7 @@ def _scan_tests(src: Path, workdir: str | None) -> list[str]:
     fresh container: the agent's changes there are not in it, so such a test fails), and
     commands that fetch from the network (the verifier is offline)."""
     text = (src / "tests" / "test.sh").read_bytes()[:MAX_TOML_BYTES].decode("utf-8", "replace")
+    text = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
     own = (*_IMAGE_PATHS, *((workdir,) if workdir else ()))
     outside = sorted({
         p.rstrip("/") for p in _ABS_PATH.findall(text)
@@ -211,11 +215,16 @@ def _scan_tests(src: Path, workdir: str | None) -> list[str]:
     if outside:
         shown = ", ".join(outside[:6]) + (", ..." if len(outside) > 6 else "")
         where = f"outside the workdir {workdir}" if workdir else "outside the workdir (unknown)"
-        notes.append(f"tests/test.sh: reads paths {where}: {shown}; the verifier has them as "
-                     "the image does, not as the agent left them")  # fmt: skip
+        notes.append(f"tests/test.sh outside-workdir: reads paths {where}: {shown}; the "
+                     "verifier has them as the image does, not as the agent left them")  # fmt: skip
+    if any(not re.search("[IP]", flags) for flags in _CWD_PYTHON.findall(text)):
+        notes.append("tests/test.sh python-cwd: `python -m` or `-c` puts the working "
+                     "directory first on sys.path, so a module the agent left there (a "
+                     "pytest.py) is imported instead of the tests' own; run tools as commands "
+                     "(`pytest`)")  # fmt: skip
     fetch = sorted(set(_FETCH.findall(text)))
     if fetch:
-        notes.append(f"tests/test.sh: fetches from the network ({', '.join(fetch)}); the "
+        notes.append(f"tests/test.sh network: fetches from the network ({', '.join(fetch)}); the "
                      "verifier is offline, so it fails unless the image already has what it "
                      "fetches")  # fmt: skip
     return notes
