@@ -3,8 +3,9 @@
   agent phase + firewall: exactly the strict tier's (`intake`): only the declared artifacts
           leave the agent's container, as the firewall's normalised archive.
   verify: a fresh, hardened, offline container from the task's environment image; its
-          workdir as the image has it, the artifacts restored over it; /logs/verifier is
-          checked to be empty;
+          workdir as the image has it, the artifacts restored over it (when the artifact is
+          the whole workdir, exactly the agent's workdir); /logs/verifier is checked to be
+          empty;
           judge/tests/ is mounted read-only at /tests (it was never in the agent's container
           or the image's build context); `bash /tests/test.sh` runs under the verifier time
           limit. Then the container is frozen, the engine lists its processes from outside
