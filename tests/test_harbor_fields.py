@@ -271,3 +271,22 @@ def test_a_directory_of_tasks_and_its_survey(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [*report["converted"], "import-report.json"]
     )
+
+
+def test_an_import_into_its_own_tree_does_not_import_what_it_writes(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(EXAMPLES / "greet", tree / "greet")
+    (tree / "greet" / "instruction.md").unlink()
+    (tree / "greet" / "instruction.md").symlink_to("/etc/hostname")
+    shutil.copytree(EXAMPLES / "word-count", tree / "word-count")
+    results = import_tree(tree, tree / "out")
+    assert [(r.task_id, r.reason) for r in results] == [
+        ("greet", "instruction.md"), ("word-count", "")
+    ]  # fmt: skip
+    assert sorted(p.name for p in (tree / "out").iterdir()) == ["word-count"]
+    # Another import finds out/word-count, an assay task: refused as a Harbor task, and it
+    # does not take the id from the real one.
+    again = import_tree(tree, tree / "out2")
+    assert [(r.task_id, r.reason) for r in again] == [
+        ("greet", "instruction.md"), ("word-count", "id"), ("word-count", "")
+    ]  # fmt: skip

@@ -98,6 +98,8 @@ def check_harbor(src: Path) -> Converted:
     for needed in ("instruction.md", "environment/Dockerfile", "tests/test.sh"):
         if not (src / needed).is_file():
             raise Refusal(needed, "missing; a Harbor task needs it")
+    if (src / "instruction.md").is_symlink():
+        raise Refusal("instruction.md", "symbolic links are not imported")
     for part in ("environment", "tests", "solution"):
         _check_tree(src / part)
     converted.notes += _scan_tests(src, converted.workdir or _dockerfile_workdir(dockerfile))
@@ -167,7 +169,9 @@ def import_tree(src: Path, out: Path | None) -> list[Result]:
         raise UsageError(f"{src}: not a directory")
     results: list[Result] = []
     seen: set[str] = set()
-    for task in find_tasks(src):
+    # Listed before anything is written, and never what this import writes (DIR inside SRC).
+    tasks = [t for t in find_tasks(src) if out is None or not t.is_relative_to(out.resolve())]
+    for task in tasks:
         try:
             tid = task_id(task.name)
         except UsageError as exc:
@@ -178,8 +182,8 @@ def import_tree(src: Path, out: Path | None) -> list[Result]:
         try:
             if tid in seen:
                 raise UsageError(f"a second task named {tid!r} in this import")
-            seen.add(tid)
             converted = check_harbor(task)
+            seen.add(tid)
             res.notes = converted.notes
             if out is not None:
                 res.out = _write(task, out / tid, converted)
