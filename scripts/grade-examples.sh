@@ -62,7 +62,7 @@ for src in examples/harbor/*/; do
     src="${src%/}"
     [ -f "$src/tests/test.sh" ] || continue
     name="$(basename "$src")"
-    "$ASSAY" import harbor "$src" "$LOGS/harbor/$name" >/dev/null
+    "$ASSAY" import harbor "$src" --out "$LOGS/harbor" >/dev/null
     grade_one "$LOGS/harbor/$name" "$LOGS/harbor/$name/solutions/reference" pass "bash /agent/solve.sh"
     grade_one "$LOGS/harbor/$name" examples/harbor/wrong fail "bash /agent/$name.sh"
 done

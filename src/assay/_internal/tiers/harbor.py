@@ -4,7 +4,8 @@
           leave the agent's container, as the firewall's normalised archive.
   verify: a fresh, hardened, offline container from the task's environment image (the
           holder) holds the verifier's files: its workdir as the image has it, the artifacts
-          restored over it, /logs/verifier (checked to be empty), and judge/tests/ read-only at
+          restored over it (when the artifact is the whole workdir, exactly the agent's
+          workdir), /logs/verifier (checked to be empty), and judge/tests/ read-only at
           /tests (never in the agent's container or the image's build context). No code of
           the candidate ever runs in it. `bash /tests/test.sh` runs as PID 1 of a second
           container that mounts the holder's files (the tests container), under the verifier
@@ -63,6 +64,12 @@ __all__ = ["LOGS", "TESTS", "grade_harbor", "verifier_spec"]
 def workdir_of(task: Task) -> str:
     """Where the agent worked and the artifacts are restored (Harbor's `[environment] workdir`)."""
     return task.workdir
+
+
+def whole_workdir(task: Task) -> bool:
+    """The task's artifact is its whole workdir (`assay import harbor`'s rule for a Harbor task
+    that declares none)."""
+    return list(task.config.artifacts) == ["**"]
 
 
 def verifier_spec(task: Task, image: str, gid: str) -> ContainerSpec:
@@ -128,8 +135,10 @@ def _verify(
     spec = verifier_spec(task, image, scope.grading_id)
     cid = scope.container(spec)
     # The workdir as the image has it (Harbor's verifier starts from the environment too),
-    # then the artifacts over it, root-owned so the tests' uid cannot rewrite them.
-    if task.environment is not None:
+    # then the artifacts over it, root-owned so the tests' uid cannot rewrite them. When the
+    # artifact is the whole workdir, it is the workdir: no seed under it, so what the agent
+    # deleted stays deleted and the tests see exactly the agent's final workdir.
+    if task.environment is not None and not whole_workdir(task):
         seed_workdir(scope, task, image, cid)
     rt.put_archive(cid, workdir_of(task), sub.archive.read_bytes())
     before = _read_logs(scope, cid, "before")
