@@ -30,9 +30,9 @@ from assay._internal.model.task import load_task
 from assay._internal.proof.bench import measure_floor, p90
 from assay._internal.runtime.docker import DockerRuntime
 from assay._internal.runtime.observed import ObservedRuntime
-from assay._internal.tiers.controller import Source
-from assay._internal.tiers.judgepool import JudgePool
-from assay._internal.tiers.strict import INCONTAINER, grade_strict
+from assay._internal.tiers.core.controller import Source
+from assay._internal.tiers.strict.grade import INCONTAINER, grade_strict
+from assay._internal.tiers.strict.judgepool import JudgePool
 
 ROOT = Path(__file__).resolve().parent.parent
 _FLAT = "assay._internal._flat_layout"

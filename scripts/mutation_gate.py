@@ -113,7 +113,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "junit-skip-is-not-a-pass",
         "T2's JUnit accounting of a skipped test as a failure",
-        "src/assay/_internal/tiers/junit.py",
+        "src/assay/_internal/tiers/compat/junit.py",
         '    if not results:\n        return CaseOutcome(node_id, "pass", duration)',
         '    if not results or results[0] == "skipped":\n'
         '        return CaseOutcome(node_id, "pass", duration)',
@@ -122,7 +122,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "junit-missing-test",
         "T2's failure of an expected test that is absent from the report",
-        "src/assay/_internal/tiers/junit.py",
+        "src/assay/_internal/tiers/compat/junit.py",
         '    if not found:\n        return _fail(node_id, "error", 0.0, MISSING, reasons)',
         '    if not found:\n        return CaseOutcome(node_id, "pass", 0.0)',
         ("tests/test_junit.py::test_real_report_missing_an_expected_test_fails",),
@@ -294,7 +294,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "controller-runner-ids-strings",
         "the controller indexing a runner report's cases by string ids only",
-        "src/assay/_internal/tiers/strict.py",
+        "src/assay/_internal/tiers/strict/grade.py",
         'if c.get("status") == "ok" and isinstance(c["id"], str)',
         'if c.get("status") == "ok"',
         (f"{VC}::test_the_controller_never_hashes_a_runner_case_id_that_is_not_a_string",),
@@ -302,7 +302,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "vcs-history-refusal",
         "T2/T3 refusing to run the agent on inputs that hold version-control history",
-        "src/assay/_internal/tiers/controller.py",
+        "src/assay/_internal/tiers/core/controller.py",
         "if leaks := vcs_history(task.inputs_dir):",
         "if leaks := []:",
         (
@@ -427,7 +427,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "harbor-reward-before-tests",
         "the harbor tier's check that /logs/verifier is empty before the tests run",
-        "src/assay/_internal/tiers/harbor.py",
+        "src/assay/_internal/tiers/harbor/grade.py",
         "    if before:\n",
         "    if False:\n",
         (f"{HC}::test_a_reward_present_before_the_tests_fails",),
@@ -435,7 +435,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "harbor-reward-lenient-json",
         "the strict JSON reader for reward.json (duplicate keys, NaN, Infinity)",
-        "src/assay/_internal/tiers/harbor_reward.py",
+        "src/assay/_internal/tiers/harbor/reward.py",
         "loads_strict(raw, max_bytes=MAX_JSON_BYTES, max_depth=1)",
         '__import__("json").loads(raw)',
         ("tests/test_harbor_reward.py::test_json_garbage_fails",),
@@ -459,7 +459,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "harbor-whole-workdir-exact",
         "the verifier's workdir being exactly the agent's when the artifact is the whole workdir",
-        "src/assay/_internal/tiers/harbor.py",
+        "src/assay/_internal/tiers/harbor/grade.py",
         "    if task.environment is not None and not whole_workdir(task):\n",
         "    if task.environment is not None:\n",
         (
@@ -489,7 +489,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "repo-policy-conftest",
         "a repository task's path policy refusing a changed conftest.py",
-        "src/assay/_internal/tiers/repo_policy.py",
+        "src/assay/_internal/tiers/repo/policy.py",
         '    if "conftest.py" in parts:\n',
         "    if False:\n",
         (
@@ -516,7 +516,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "task-tree-refusal-is-task-error",
         "a repository the firewall refuses is a task error (exit 2), not a failed verdict",
-        "src/assay/_internal/tiers/repo_tree.py",
+        "src/assay/_internal/tiers/repo/tree.py",
         'raise TaskError(str(task.root / "task.toml"), _refusal(taken, workdir, entries))',
         "return taken  # type: ignore[return-value]",
         (f"{RLD}::test_a_repository_link_that_leaves_the_tree_is_a_task_error",),
@@ -524,7 +524,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "task-tree-entry-cap",
         "the repository read with the task's limits.artifact_entries as its entry cap",
-        "src/assay/_internal/tiers/repo_tree.py",
+        "src/assay/_internal/tiers/repo/tree.py",
         "max_entries=entries, max_total_bytes=REPO_BYTES",
         "max_total_bytes=REPO_BYTES",
         (f"{RLD}::test_a_repository_over_the_entry_cap_is_a_task_error",),
@@ -543,7 +543,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "compose-through-link",
         "composing refusing a submitted file at or below a repository link",
-        "src/assay/_internal/tiers/repo_tree.py",
+        "src/assay/_internal/tiers/repo/tree.py",
         "        if stat.S_ISLNK(mode):\n            return THROUGH_LINK\n",
         "",
         (
@@ -554,7 +554,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "compose-patch-conflict",
         "composing refusing a submitted file where the test patch needs a directory or a file",
-        "src/assay/_internal/tiers/repo_tree.py",
+        "src/assay/_internal/tiers/repo/tree.py",
         'if path.startswith(rel + "/") or rel.startswith(path + "/"):',
         "if False:",
         (f"{RT}::test_a_submission_the_tree_has_no_place_for_fails_naming_the_rule",),
@@ -562,7 +562,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "repo-patch-write-error",
         "a test patch that cannot be written (a file where it needs a directory) does not apply",
-        "src/assay/_internal/tiers/repo_patch.py",
+        "src/assay/_internal/tiers/repo/patch.py",
         "        except OSError as exc:\n",
         "        except ZeroDivisionError as exc:\n",
         (
@@ -573,7 +573,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "repo-link-aliases",
         "the path policy judging a change under the names the repository's links give it",
-        "src/assay/_internal/tiers/repo_tree.py",
+        "src/assay/_internal/tiers/repo/tree.py",
         'if path == target or path.startswith(target + "/"):',
         "if False:",
         (f"{RT}::test_a_change_through_a_link_into_test_dirs_is_judged_under_both_names",),
@@ -600,7 +600,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "repo-f2p-skip",
         "a skipped FAIL_TO_PASS test failing (only PASS_TO_PASS may skip)",
-        "src/assay/_internal/tiers/repo_results.py",
+        "src/assay/_internal/tiers/repo/results.py",
         "if case.reason == SKIPPED and case.id in maintained:",
         "if case.reason == SKIPPED:",
         ("tests/test_repo_unit.py::test_swebench_semantics",),
@@ -608,7 +608,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "judge-pool-census",
         "a judge lent again only if nothing but init and keep-alive runs in it (census)",
-        "src/assay/_internal/tiers/judgepool.py",
+        "src/assay/_internal/tiers/strict/judgepool.py",
         "        if not self._quiet(judge):\n",
         "        if False:\n",
         (
@@ -620,7 +620,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "judge-pool-reset-proof",
         "a reused judge's step taken only after the reset's exact proof",
-        "src/assay/_internal/tiers/judgepool.py",
+        "src/assay/_internal/tiers/strict/judgepool.py",
         "res.timed_out or res.truncated or not res.stdout.startswith(CLEAN)",
         "res.timed_out or res.truncated",
         (
@@ -642,7 +642,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "repo-package-root",
         "a repository task refusing a new __init__.py where pytest inserts a directory (the root)",
-        "src/assay/_internal/tiers/repo_policy.py",
+        "src/assay/_internal/tiers/repo/policy.py",
         "        if parent in guard.package_roots:\n",
         "        if False:\n",
         (
@@ -653,7 +653,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "repo-probe-shadow",
         "a repository task's shadow rule taken from the image's probe, not a fixed list",
-        "src/assay/_internal/tiers/repo.py",
+        "src/assay/_internal/tiers/repo/grade.py",
         "    runs = run_probe(scope, task, image)\n",
         "    runs = ()\n",
         (
@@ -664,7 +664,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "repo-startup-opened",
         "a repository task refusing changes to files the image opens at start-up (a .pth's runpy)",
-        "src/assay/_internal/tiers/repo_imports.py",
+        "src/assay/_internal/tiers/repo/imports.py",
         "            if rel and not is_cache_path(rel):\n",
         "            if False:\n",
         (
@@ -675,7 +675,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "repo-pth-missing-dir",
         "a repository task counting a .pth's directory the pristine tree lacks as on sys.path",
-        "src/assay/_internal/tiers/repo_imports.py",
+        "src/assay/_internal/tiers/repo/imports.py",
         "        for path in run.pth_paths:\n",
         "        for path in ():\n",
         (
@@ -686,7 +686,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "repo-import-path",
         "a repository task refusing a file at a path the image's sys.path names (a zip there)",
-        "src/assay/_internal/tiers/repo_policy.py",
+        "src/assay/_internal/tiers/repo/policy.py",
         "    if path in guard.entries:\n",
         "    if False:\n",
         (
@@ -697,7 +697,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "repo-pytest-plugin",
         "a repository task refusing changes to a module named in pytest_plugins",
-        "src/assay/_internal/tiers/repo_imports.py",
+        "src/assay/_internal/tiers/repo/imports.py",
         "            loaded.setdefault(name, PLUGIN_RULE)\n",
         "            pass\n",
         (
@@ -708,7 +708,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "harbor-tests-as-init",
         "the harbor tier running test.sh under its init in a container of its own (not an exec)",
-        "src/assay/_internal/tiers/harbor.py",
+        "src/assay/_internal/tiers/harbor/grade.py",
         "run_tests = _exec_tests if harbors_own else _tests_as_init",
         "run_tests = _exec_tests",
         (

@@ -33,7 +33,7 @@ from assay._internal.runtime import ContainerSpec, GradingScope
 from assay._internal.runtime.fake import FakeRuntime
 from assay._internal.runtime.observed import Cancelled, ObservedRuntime
 from assay._internal.signing.sign import verify_envelope
-from assay._internal.tiers.intake import Refused, from_path
+from assay._internal.tiers.core.intake import Refused, from_path
 from assay.errors import EngineUnavailableError, InfrastructureError, UsageError
 
 ROOT = Path(__file__).resolve().parent.parent

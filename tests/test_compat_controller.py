@@ -14,10 +14,10 @@ from assay._internal.model.task import Task, load_task
 from assay._internal.model.verdict import Verdict
 from assay._internal.runtime import ContainerSpec
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.tiers.baselines import BaselineTier, run_baseline
-from assay._internal.tiers.compat import VERIFY_ARGV, grade_compat
-from assay._internal.tiers.compat_prep import stub_modules
-from assay._internal.tiers.strict import Source
+from assay._internal.tiers.baselines.grade import BaselineTier, run_baseline
+from assay._internal.tiers.compat.grade import VERIFY_ARGV, grade_compat
+from assay._internal.tiers.compat.prep import stub_modules
+from assay._internal.tiers.strict.grade import Source
 from assay.errors import TaskError, UsageError
 
 ADD = load_task(EXAMPLES / "add-pytest")

@@ -13,8 +13,8 @@ from e2e import EXAMPLES, PAYLOADS, TASKS
 from assay._internal.model.task import Task, load_task
 from assay._internal.model.verdict import Verdict
 from assay._internal.runtime.docker import DockerRuntime
-from assay._internal.tiers.compat import grade_compat
-from assay._internal.tiers.strict import Source, new_grading_id
+from assay._internal.tiers.compat.grade import grade_compat
+from assay._internal.tiers.strict.grade import Source, new_grading_id
 
 pytestmark = pytest.mark.docker
 

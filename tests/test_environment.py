@@ -18,7 +18,7 @@ from assay._internal.environment.dockerfile import DockerfileError, base_images
 from assay._internal.model.envcontext import context_digest, environment_ref, write_context
 from assay._internal.model.task import Task, load_task
 from assay._internal.runtime.fake import FakeRuntime
-from assay._internal.tiers.controller import task_image
+from assay._internal.tiers.core.controller import task_image
 from assay.errors import EnvironmentBuildError, TaskEnvironmentError, TaskError
 
 DOCKERFILE = "FROM assay-base:latest\nRUN true\n"
@@ -344,7 +344,7 @@ def test_without_build_a_missing_image_names_assay_build(tmp_path: Path) -> None
 
 
 def test_the_seeded_workdir_is_the_agents_without_set_id_bits_or_devices() -> None:
-    from assay._internal.tiers.seed import _owned_by_agent
+    from assay._internal.tiers.core.seed import _owned_by_agent
 
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w") as tar:

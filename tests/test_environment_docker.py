@@ -21,7 +21,7 @@ from assay._internal.model.envcontext import context_digest, environment_ref
 from assay._internal.model.task import load_task
 from assay._internal.runtime import ContainerSpec, GradingScope
 from assay._internal.runtime.scope import new_grading_id
-from assay._internal.tiers.controller import task_image
+from assay._internal.tiers.core.controller import task_image
 from assay.errors import TaskEnvironmentError
 
 pytestmark = pytest.mark.docker

@@ -67,8 +67,8 @@ def test_memory_bomb_on_gvisor_compat_fails_naming_the_limit(tmp_path: Path) -> 
     is a failed verdict naming `limit:memory`, not an infrastructure error (issue 10, 8)."""
     from assay._internal.model.task import load_task
     from assay._internal.runtime.docker import DockerRuntime
-    from assay._internal.tiers.compat import grade_compat
-    from assay._internal.tiers.strict import Source, new_grading_id
+    from assay._internal.tiers.compat.grade import grade_compat
+    from assay._internal.tiers.strict.grade import Source, new_grading_id
 
     bomb = (
         "def add(a, b):\n    hoard = [b'\\x01' * (256 << 20) for _ in range(8)]\n    return a + b\n"

@@ -13,9 +13,9 @@ import pytest
 from assay._internal.model.task import Task, load_task
 from assay._internal.runtime.base import ContainerSpec, ExecResult
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.tiers.controller import Source
+from assay._internal.tiers.core.controller import Source
 from assay._internal.tiers.dispatch import default_tier, tiers_for
-from assay._internal.tiers.harbor import INIT_ARGV, TEST_ARGV, grade_harbor
+from assay._internal.tiers.harbor.grade import INIT_ARGV, TEST_ARGV, grade_harbor
 from assay.errors import TaskError
 
 REWARD = "/logs/verifier/reward.txt"

@@ -16,9 +16,9 @@ from assay._internal.importers.harbor import import_harbor
 from assay._internal.model.task import Task, load_task
 from assay._internal.model.verdict import Verdict
 from assay._internal.runtime.docker import DockerRuntime, connect
-from assay._internal.tiers.controller import Source
-from assay._internal.tiers.harbor import grade_harbor
-from assay._internal.tiers.strict import new_grading_id
+from assay._internal.tiers.core.controller import Source
+from assay._internal.tiers.harbor.grade import grade_harbor
+from assay._internal.tiers.strict.grade import new_grading_id
 
 pytestmark = pytest.mark.docker
 

@@ -20,9 +20,9 @@ from assay._internal.model.task import Task, load_task
 from assay._internal.model.verdict import Verdict
 from assay._internal.runtime import Bind, ContainerSpec, GradingScope, Scratch
 from assay._internal.runtime.docker import DockerRuntime, connect
-from assay._internal.tiers.controller import Source
-from assay._internal.tiers.harbor import LOGS, TEST_ARGV, TESTS, grade_harbor
-from assay._internal.tiers.strict import new_grading_id
+from assay._internal.tiers.core.controller import Source
+from assay._internal.tiers.harbor.grade import LOGS, TEST_ARGV, TESTS, grade_harbor
+from assay._internal.tiers.strict.grade import new_grading_id
 
 pytestmark = pytest.mark.docker
 

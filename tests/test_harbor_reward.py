@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from assay._internal.model.verdict import is_failing_reason
-from assay._internal.tiers.harbor_reward import (
+from assay._internal.tiers.harbor.reward import (
     MAX_JSON_BYTES,
     MAX_KEYS,
     BadReward,

@@ -22,7 +22,7 @@ from assay._internal.firewall.tarwrite import END_OF_ARCHIVE, header
 from assay._internal.model.task import load_task
 from assay._internal.runtime import GradingScope
 from assay._internal.runtime.fake import FakeRuntime
-from assay._internal.tiers.intake import Refused, Submission, from_path
+from assay._internal.tiers.core.intake import Refused, Submission, from_path
 
 TASK = load_task(EXAMPLES / "add")  # artifacts = ["solution.py"], artifact_bytes 64 MiB
 GIB = 2**30

@@ -23,8 +23,8 @@ from assay._internal.batch.run import jobs_from_dir, load_tasks, run_batch
 from assay._internal.model.task import load_task
 from assay._internal.proof import matrix
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.tiers.controller import Source
-from assay._internal.tiers.strict import grade_strict
+from assay._internal.tiers.core.controller import Source
+from assay._internal.tiers.strict.grade import grade_strict
 from assay.cli import main
 from assay.errors import InfrastructureError, InternalError
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay._internal.model.diagnostics import printable
-from assay._internal.tiers.judge_report import (
+from assay._internal.tiers.strict.judge_report import (
     INVALID_OUTPUT,
     JudgeReportError,
     parse_judge_report,

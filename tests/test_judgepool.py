@@ -14,8 +14,8 @@ from assay._internal.model.task import Task, load_task
 from assay._internal.runtime import CensusUnavailable, ContainerStuckError, ExecResult
 from assay._internal.runtime import docker as docker_runtime
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.tiers.fixedcases import InputCache, fixed_cases
-from assay._internal.tiers.judgepool import RESET_ARGV, JudgePool, Lent, fill
+from assay._internal.tiers.strict.fixedcases import InputCache, fixed_cases
+from assay._internal.tiers.strict.judgepool import RESET_ARGV, JudgePool, Lent, fill
 
 # Every temp dir a pool makes is removed: each test fails on one left (conftest.py).
 pytestmark = pytest.mark.usefixtures("private_tempdir")

@@ -15,9 +15,9 @@ import pytest
 
 from assay._internal.model.task import load_task
 from assay._internal.runtime.docker import DockerRuntime
-from assay._internal.tiers.fixedcases import fixed_cases
-from assay._internal.tiers.judgepool import JudgePool, Lent
-from assay._internal.tiers.strict import compare_argv, prepare_argv
+from assay._internal.tiers.strict.fixedcases import fixed_cases
+from assay._internal.tiers.strict.grade import compare_argv, prepare_argv
+from assay._internal.tiers.strict.judgepool import JudgePool, Lent
 
 # Every temp dir a pool makes is removed: each test fails on one left (conftest.py).
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("private_tempdir")]

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay._internal.tiers.junit import (
+from assay._internal.tiers.compat.junit import (
     COUNT_MISMATCH,
     DUPLICATE,
     EMPTY,

@@ -15,7 +15,7 @@ from assay._internal.proof.matrix import (
     problems,
     task_for,
 )
-from assay._internal.tiers.baselines import log_cases, parse_pytest_log
+from assay._internal.tiers.baselines.grade import log_cases, parse_pytest_log
 from assay.cli.matrix import (
     class_names,
     compare_outcomes,

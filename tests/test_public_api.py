@@ -369,7 +369,7 @@ def test_internal_errors_are_the_public_ones() -> None:
     are the same classes, so no caller catches one and misses the other."""
     from assay._internal.runtime import ArchiveTooLarge, CensusUnavailable, RuntimeError_
     from assay._internal.runtime.observed import Cancelled
-    from assay._internal.tiers.judge_report import INVALID_OUTPUT, JudgeReportError
+    from assay._internal.tiers.strict.judge_report import INVALID_OUTPUT, JudgeReportError
 
     assert ArchiveTooLarge is assay.errors.ArchiveTooLargeError
     assert CensusUnavailable is assay.errors.CensusUnavailableError

@@ -12,7 +12,7 @@ from assay._internal.model.task import Task, load_task
 from assay._internal.model.verdict import Verdict
 from assay._internal.runtime.docker import DockerRuntime, connect
 from assay._internal.runtime.scope import new_grading_id
-from assay._internal.tiers.controller import Source
+from assay._internal.tiers.core.controller import Source
 from assay._internal.tiers.dispatch import run_tier
 
 pytestmark = pytest.mark.docker

@@ -31,12 +31,12 @@ from assay._internal.model.task import Task, load_task
 from assay._internal.model.verdict import Verdict
 from assay._internal.runtime.docker import DockerRuntime, connect
 from assay._internal.runtime.scope import GradingScope, new_grading_id
-from assay._internal.tiers.controller import Source
+from assay._internal.tiers.core.controller import Source
 from assay._internal.tiers.dispatch import run_tier
-from assay._internal.tiers.repo import guard_for, load_test_patch
-from assay._internal.tiers.repo_imports import FLOOR
-from assay._internal.tiers.repo_probe import run_probe
-from assay._internal.tiers.repo_tree import read_pristine
+from assay._internal.tiers.repo.grade import guard_for, load_test_patch
+from assay._internal.tiers.repo.imports import FLOOR
+from assay._internal.tiers.repo.probe import run_probe
+from assay._internal.tiers.repo.tree import read_pristine
 from assay.errors import TaskError
 
 pytestmark = pytest.mark.docker

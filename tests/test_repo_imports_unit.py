@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from assay._internal.tiers.repo_imports import (
+from assay._internal.tiers.repo.imports import (
     FLOOR,
     PLUGIN_RULE,
     STARTUP_RULE,
@@ -19,8 +19,8 @@ from assay._internal.tiers.repo_imports import (
     module_of,
     plugin_names,
 )
-from assay._internal.tiers.repo_policy import check_changes, refusal_for
-from assay._internal.tiers.repo_probe import (
+from assay._internal.tiers.repo.policy import check_changes, refusal_for
+from assay._internal.tiers.repo.probe import (
     MAX_ENTRIES,
     REPORT_BYTES,
     ProbeError,

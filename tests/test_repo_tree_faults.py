@@ -23,11 +23,11 @@ from assay._internal.firewall.check import Accepted, Rejected, check
 from assay._internal.firewall.materialise import materialise
 from assay._internal.firewall.tarwrite import END_OF_ARCHIVE, header
 from assay._internal.model.task import load_task
-from assay._internal.tiers.repo import load_test_patch
-from assay._internal.tiers.repo_imports import ImportGuard
-from assay._internal.tiers.repo_patch import parse_patch
-from assay._internal.tiers.repo_policy import check_changes
-from assay._internal.tiers.repo_tree import (
+from assay._internal.tiers.repo.grade import load_test_patch
+from assay._internal.tiers.repo.imports import ImportGuard
+from assay._internal.tiers.repo.patch import parse_patch
+from assay._internal.tiers.repo.policy import check_changes
+from assay._internal.tiers.repo.tree import (
     PathConflict,
     aliases,
     changed_paths,

@@ -13,9 +13,8 @@ import pytest
 from e2e import EXAMPLES
 
 from assay._internal.model.task import load_task
-from assay._internal.tiers.baselines_repo import swebench_cases, swebench_status
-from assay._internal.tiers.compat_prep import INCONTAINER_COMPAT
-from assay._internal.tiers.junit import (
+from assay._internal.tiers.baselines.repo import swebench_cases, swebench_status
+from assay._internal.tiers.compat.junit import (
     DUPLICATE,
     EXIT_CODE,
     FAILURE,
@@ -24,18 +23,19 @@ from assay._internal.tiers.junit import (
     SURPLUS,
     parse_junit,
 )
-from assay._internal.tiers.repo import load_test_patch, repo_argv
-from assay._internal.tiers.repo_imports import ImportGuard
-from assay._internal.tiers.repo_patch import (
+from assay._internal.tiers.compat.prep import INCONTAINER_COMPAT
+from assay._internal.tiers.repo.grade import load_test_patch, repo_argv
+from assay._internal.tiers.repo.imports import ImportGuard
+from assay._internal.tiers.repo.patch import (
     MAX_PATCH_BYTES,
     PatchError,
     apply_patch,
     parse_patch,
     touched_paths,
 )
-from assay._internal.tiers.repo_policy import check_changes, is_cache, refusal_for
-from assay._internal.tiers.repo_results import P2P_SKIPPED, evaluate, reconcile_exit, resolved
-from assay._internal.tiers.repo_tree import PathConflict, changed_paths, compose
+from assay._internal.tiers.repo.policy import check_changes, is_cache, refusal_for
+from assay._internal.tiers.repo.results import P2P_SKIPPED, evaluate, reconcile_exit, resolved
+from assay._internal.tiers.repo.tree import PathConflict, changed_paths, compose
 from assay.errors import TaskError
 
 TESTS = ("tests",)

@@ -188,7 +188,7 @@ def test_the_task_chooses_whether_the_judge_explains(tmp_path: Path) -> None:
     import shutil
 
     from assay._internal.model.task import load_task
-    from assay._internal.tiers.strict import compare_argv
+    from assay._internal.tiers.strict.grade import compare_argv
 
     task = tmp_path / "wordcount"
     shutil.copytree(ROOT / "examples" / "wordcount", task)

@@ -17,8 +17,8 @@ from e2e import EXAMPLES
 from assay._internal.model.task import Task, load_task
 from assay._internal.runtime import RuntimeError_
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.tiers.judgepool import RESET_ARGV, JudgePool
-from assay._internal.tiers.strict import Source, grade_strict
+from assay._internal.tiers.strict.grade import Source, grade_strict
+from assay._internal.tiers.strict.judgepool import RESET_ARGV, JudgePool
 
 TASK = load_task(EXAMPLES / "add")  # a fixed cases file: the controller makes the inputs
 GEN_TASK = load_task(EXAMPLES / "canary")  # a generator: the judge prepares them

@@ -15,9 +15,9 @@ import pytest
 from assay._internal.model.task import load_task
 from assay._internal.runtime import ContainerSpec, RuntimeError_
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.tiers.controller import Source
-from assay._internal.tiers.overlap import Background
-from assay._internal.tiers.strict import grade_strict
+from assay._internal.tiers.core.controller import Source
+from assay._internal.tiers.core.overlap import Background
+from assay._internal.tiers.strict.grade import grade_strict
 
 # A generator task: its judge prepares the inputs while the candidate's container starts (a
 # fixed cases file's inputs are made by the controller before either starts).

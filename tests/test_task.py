@@ -116,7 +116,7 @@ def test_vcs_history_in_inputs_is_found(tmp_path: Path) -> None:
 def test_hardened_tiers_refuse_to_run_an_agent_on_vcs_history(tmp_path: Path) -> None:
     from assay._internal.runtime import GradingScope
     from assay._internal.runtime.fake import FakeRuntime
-    from assay._internal.tiers.controller import Grading, Source
+    from assay._internal.tiers.core.controller import Grading, Source
     from assay.errors import UnsafeInputsError
 
     root = _copy(tmp_path)

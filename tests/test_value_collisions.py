@@ -211,7 +211,7 @@ def test_the_controller_never_hashes_a_runner_case_id_that_is_not_a_string(
 ) -> None:
     """The host reads the runner's report too (a transform task's outputs): its case ids are
     hostile JSON, and a dict of thousands of colliding int ids would cost quadratic time."""
-    from assay._internal.tiers import strict
+    from assay._internal.tiers.strict import grade as strict
 
     report = {"cases": [{"id": CInt(k * P), "status": "ok", "output_b64": ""} for k in range(N)]}
     monkeypatch.setattr(strict, "loads_strict", lambda raw, max_bytes: report)

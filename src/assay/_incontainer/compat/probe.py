@@ -1,7 +1,7 @@
 """What Python and pytest import before a repository task's tests, in the task's own image.
 
 Run by the controller in a fresh, offline container of the environment image, with the pristine
-repository at the workdir and nothing of the candidate (`tiers/repo_probe.py`):
+repository at the workdir and nothing of the candidate (`tiers/repo/probe.py`):
 
     python3 -I -S probe.py isolated WORKDIR OUT   # the flags and start-up of the real test run
     python3 -S probe.py plain WORKDIR OUT         # what a plain `python3` (a subprocess) gets

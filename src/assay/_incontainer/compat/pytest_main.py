@@ -9,7 +9,7 @@ Registered here, nothing in the repository changes how or when it is imported.
 pytest (and what it imports) is imported before the plugin, so before the plugin puts the
 repository on sys.path; only a repository already on the path at start-up (an editable install)
 is there earlier, and the path policy refuses anything in it that would shadow a module from
-outside (`tiers/repo_imports.py`).
+outside (`tiers/repo/imports.py`).
 """
 
 from __future__ import annotations

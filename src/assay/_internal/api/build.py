@@ -9,7 +9,7 @@ from ..environment import EnvImage, ensure_environment
 from ..runtime.docker import DockerRuntime
 from ..runtime.engine import engine_client
 from ..tiers.dispatch import is_repository
-from ..tiers.repo import check_repository
+from ..tiers.repo.grade import check_repository
 from .grader import TaskLike, _task
 
 

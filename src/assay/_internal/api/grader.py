@@ -42,7 +42,7 @@ from ..runtime.scope import TEMP_PREFIX, new_grading_id
 from ..signing.keys import ensure_signing_key
 from ..signing.sign import sign_verdict
 from ..tiers.dispatch import pick_tier, run_tier
-from ..tiers.judgepool import JudgePool
+from ..tiers.strict.judgepool import JudgePool
 from .graded import Graded
 from .session import Session
 from .submission import Agent, Submission, as_source

@@ -26,9 +26,9 @@ from ..runtime import ExecResult as RawExec
 from ..runtime import GradingScope, Runtime
 from ..runtime.base import AGENT_UID
 from ..runtime.scope import new_grading_id
-from ..tiers.controller import Source, check_agent_inputs, task_image
+from ..tiers.core.controller import Source, check_agent_inputs, task_image
+from ..tiers.core.intake import Refused, Submission, collect_agent, start_agent
 from ..tiers.dispatch import pick_tier, run_tier
-from ..tiers.intake import Refused, Submission, collect_agent, start_agent
 from .graded import Graded
 
 OUTPUT_CAP = 10 * 2**20

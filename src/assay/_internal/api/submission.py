@@ -19,7 +19,7 @@ from assay.errors import UsageError
 from ..firewall.mapping import write_mapping_tar
 from ..model.task import Task
 from ..runtime.scope import grading_tempdir
-from ..tiers.controller import Source
+from ..tiers.core.controller import Source
 
 _COPY_CHUNK = 1 << 20
 

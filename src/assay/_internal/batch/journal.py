@@ -38,7 +38,7 @@ from ..model.verdict import Verdict
 from ..runtime.scope import grading_tempdirs
 from ..signing.dsse import MAX_ENVELOPE_BYTES
 from ..signing.sign import VerificationError, verify_envelope
-from ..tiers.intake import firewall_limits
+from ..tiers.core.intake import firewall_limits
 from .jobs import Job
 
 SUMMARY = "summary.json"

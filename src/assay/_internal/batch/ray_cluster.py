@@ -34,7 +34,7 @@ from ..model import diagnostics as diag
 from ..model.task import Task
 from ..model.verdict import Tier
 from ..signing.sign import VerificationError, verdict_from_json
-from ..tiers.intake import firewall_limits
+from ..tiers.core.intake import firewall_limits
 from . import ray_node
 from .journal import _Discard
 

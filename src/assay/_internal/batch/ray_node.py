@@ -30,7 +30,7 @@ from ..model.task import Task, load_task
 from ..runtime import Runtime
 from ..runtime.engine import docker_runtime
 from ..runtime.scope import TEMP_PREFIX, grading_tempdir
-from ..tiers.controller import Source
+from ..tiers.core.controller import Source
 from ..tiers.dispatch import run_tier
 from .journal import remove_tempdirs
 

@@ -35,9 +35,9 @@ from ..model.verdict import Tier
 from ..runtime import ContainerSpec, GradingScope, Runtime
 from ..runtime.observed import ObservedRuntime
 from ..runtime.scope import TEMP_PREFIX, new_grading_id
-from ..tiers.controller import Source
+from ..tiers.core.controller import Source
 from ..tiers.dispatch import run_tier
-from ..tiers.judgepool import JudgePool
+from ..tiers.strict.judgepool import JudgePool
 from .bench_values import judge_value_costs
 
 TierFn = Callable[[Runtime, Task, Path, str, str], Judged]

@@ -37,8 +37,8 @@ from ..model.task import Task, load_task
 from ..model.verdict import Tier, Verdict
 from ..runtime import Runtime
 from ..runtime.scope import grading_tempdirs, new_grading_id
-from ..tiers.baselines import BaselineOptions, BaselineRun
-from ..tiers.controller import Source
+from ..tiers.baselines.grade import BaselineOptions, BaselineRun
+from ..tiers.core.controller import Source
 from ..tiers.dispatch import TIERS, run_tier, tiers_for
 
 OUTCOMES = ("exploit", "blocked")

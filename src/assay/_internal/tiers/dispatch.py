@@ -15,14 +15,14 @@ from ..model.task import STRICT_KINDS, Task
 from ..model.verdict import UNSAFE_TIERS, Tier
 from ..runtime import Runtime
 from ..runtime.images import DEFAULT_BASE_IMAGE
-from .baselines import BaselineOptions, BaselineRun, run_baseline
-from .baselines_repo import run_repo_baseline
-from .compat import grade_compat
-from .controller import Source
-from .harbor import grade_harbor
-from .judgepool import JudgePool
-from .repo import grade_repository
-from .strict import grade_strict
+from .baselines.grade import BaselineOptions, BaselineRun, run_baseline
+from .baselines.repo import run_repo_baseline
+from .compat.grade import grade_compat
+from .core.controller import Source
+from .harbor.grade import grade_harbor
+from .repo.grade import grade_repository
+from .strict.grade import grade_strict
+from .strict.judgepool import JudgePool
 
 ALL_TIERS: tuple[Tier, ...] = get_args(Tier)
 TIERS: tuple[Tier, ...] = ALL_TIERS

@@ -23,22 +23,22 @@ from pathlib import Path
 
 from assay.errors import TaskError
 
-from ..model.task import PytestSpec, Task
-from ..model.testpatch import read_test_patch
-from ..model.verdict import Verdict, build_verdict
-from ..runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
-from ..runtime.scope import new_grading_id
-from .compat import REPORT, REPORT_BYTES, run_verification
-from .compat_prep import INCONTAINER_COMPAT, PYTEST_ARGV, PYTEST_ENV
-from .controller import Grading, Source
-from .intake import Refused
-from .junit import parse_junit
-from .repo_imports import ImportGuard, PluginScanError, import_guard
-from .repo_patch import FilePatch, PatchError, touched_paths
-from .repo_policy import check_changes
-from .repo_probe import run_probe
-from .repo_results import evaluate, reconcile_exit
-from .repo_tree import (
+from ...model.task import PytestSpec, Task
+from ...model.testpatch import read_test_patch
+from ...model.verdict import Verdict, build_verdict
+from ...runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
+from ...runtime.scope import new_grading_id
+from ..compat.grade import REPORT, REPORT_BYTES, run_verification
+from ..compat.junit import parse_junit
+from ..compat.prep import INCONTAINER_COMPAT, PYTEST_ARGV, PYTEST_ENV
+from ..core.controller import Grading, Source
+from ..core.intake import Refused
+from .imports import ImportGuard, PluginScanError, import_guard
+from .patch import FilePatch, PatchError, touched_paths
+from .policy import check_changes
+from .probe import run_probe
+from .results import evaluate, reconcile_exit
+from .tree import (
     PathConflict,
     aliases,
     changed_paths,

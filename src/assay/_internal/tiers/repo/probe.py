@@ -20,12 +20,12 @@ from pathlib import Path
 
 from assay.errors import TaskError
 
-from ..firewall.check import FirewallLimits
-from ..model.strict_json import StrictJSONError, exact_fields, loads_strict, shown
-from ..model.task import Task
-from ..runtime import Bind, ContainerSpec, GradingScope, Scratch
-from .compat_prep import INCONTAINER_COMPAT, PREP_LIMITS, PYTEST_ENV
-from .intake import Crossing, Refused, take_from_container
+from ...firewall.check import FirewallLimits
+from ...model.strict_json import StrictJSONError, exact_fields, loads_strict, shown
+from ...model.task import Task
+from ...runtime import Bind, ContainerSpec, GradingScope, Scratch
+from ..compat.prep import INCONTAINER_COMPAT, PREP_LIMITS, PYTEST_ENV
+from ..core.intake import Crossing, Refused, take_from_container
 
 REPORT_BYTES = 16 << 20
 MAX_ENTRIES = 1_000

@@ -36,9 +36,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..model.task import Task
-from ..runtime import ContainerStuckError, ExecResult, Runtime, RuntimeError_
-from ..runtime.scope import grading_tempdir, new_grading_id
+from ...model.task import Task
+from ...runtime import ContainerStuckError, ExecResult, Runtime, RuntimeError_
+from ...runtime.scope import grading_tempdir, new_grading_id
 from .judgespec import judge_spec
 
 RESET_ARGV = ("python3", "-I", "/assay/judge_reset.py")

@@ -17,7 +17,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..model.strict_json import StrictJSONError, loads_strict
+from ...model.strict_json import StrictJSONError, loads_strict
 
 TXT = "reward.txt"
 JSON = "reward.json"

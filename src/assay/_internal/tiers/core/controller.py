@@ -20,11 +20,11 @@ from assay.errors import (
     UnsafeInputsError,
 )
 
-from ..model.envcontext import environment_ref
-from ..model.task import Task, vcs_history
-from ..model.verdict import ControllerFacts, Tier, Verdict, error_verdict
-from ..runtime import GradingScope, Runtime
-from ..runtime.scope import new_grading_id
+from ...model.envcontext import environment_ref
+from ...model.task import Task, vcs_history
+from ...model.verdict import ControllerFacts, Tier, Verdict, error_verdict
+from ...runtime import GradingScope, Runtime
+from ...runtime.scope import new_grading_id
 from .intake import Refused, Submission, from_path, run_agent
 
 

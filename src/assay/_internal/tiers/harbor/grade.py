@@ -36,22 +36,23 @@ from typing import Literal
 
 from assay.errors import UsageError
 
-from ..firewall.check import FirewallLimits
-from ..model.task import HARBOR_TEST, Task
-from ..model.verdict import CaseResult, Verdict, build_verdict
-from ..runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
-from ..runtime.base import ceilings_hit, stopped_ceilings
-from ..runtime.scope import new_grading_id
-from .controller import Grading, Source
-from .harbor_reward import JSON, MAX_JSON_BYTES, TXT, BadReward, Rewards, parse_reward
-from .intake import Crossing, Refused, Submission, take_from_container
-from .seed import seed_workdir
+from ...firewall.check import FirewallLimits
+from ...model.task import HARBOR_TEST, Task
+from ...model.verdict import CaseResult, Verdict, build_verdict
+from ...runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
+from ...runtime.base import ceilings_hit, stopped_ceilings
+from ...runtime.scope import new_grading_id
+from ..core.controller import Grading, Source
+from ..core.intake import Crossing, Refused, Submission, take_from_container
+from ..core.paths import INCONTAINER
+from ..core.seed import seed_workdir
+from .reward import JSON, MAX_JSON_BYTES, TXT, BadReward, Rewards, parse_reward
 
 LOGS = "/logs/verifier"
 TESTS = "/tests"
 LOGS_BYTES = 1 << 20
 TEST_ARGV = ("bash", f"{TESTS}/test.sh")
-INCONTAINER_HARBOR = Path(__file__).resolve().parents[2] / "_incontainer" / "harbor"
+INCONTAINER_HARBOR = INCONTAINER / "harbor"
 INIT_DIR = "/assay/harbor"
 INIT_ARGV = ("python3", "-I", "-S", f"{INIT_DIR}/init.py", *TEST_ARGV)
 # init.py's exit codes: 0 the script ended alone; LEFTOVER another process was alive then.

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from assay.errors import UsageError
 
-from ..firewall.check import FirewallLimits
-from ..model.task import Task
-from ..model.verdict import CaseResult, Verdict, build_verdict
-from ..runtime import (
+from ...firewall.check import FirewallLimits
+from ...model.task import Task
+from ...model.verdict import CaseResult, Verdict, build_verdict
+from ...runtime import (
     Bind,
     ContainerSpec,
     GradingScope,
@@ -31,9 +31,17 @@ from ..runtime import (
     RuntimeError_,
     Scratch,
 )
-from ..runtime.base import ceilings_hit, stopped_ceilings
-from ..runtime.scope import new_grading_id
-from .compat_prep import (
+from ...runtime.base import ceilings_hit, stopped_ceilings
+from ...runtime.scope import new_grading_id
+from ..core.controller import Grading, Source
+from ..core.intake import (
+    Crossing,
+    Refused,
+    Submission,
+    take_from_container,
+)
+from .junit import OVERSIZE, JUnitOutcome, parse_junit, reconcile
+from .prep import (
     INCONTAINER_COMPAT,
     PYTEST_ARGV,
     PYTEST_ENV,
@@ -42,14 +50,6 @@ from .compat_prep import (
     judge_binds,
     prepare,
 )
-from .controller import Grading, Source
-from .intake import (
-    Crossing,
-    Refused,
-    Submission,
-    take_from_container,
-)
-from .junit import OVERSIZE, JUnitOutcome, parse_junit, reconcile
 
 REPORT = "junit.xml"
 REPORT_BYTES = 4 << 20

@@ -17,9 +17,9 @@ from typing import IO, BinaryIO, cast
 
 from assay.errors import TaskError
 
-from ..model.task import Task
-from ..runtime import ArchiveTooLarge, ContainerSpec, GradingScope, RuntimeError_
-from ..runtime.base import AGENT_UID
+from ...model.task import Task
+from ...runtime import ArchiveTooLarge, ContainerSpec, GradingScope, RuntimeError_
+from ...runtime.base import AGENT_UID
 
 _ABSENT: set[tuple[str, str]] = set()
 """(image, workdir) pairs whose image has nothing at the workdir: no seed container next time.

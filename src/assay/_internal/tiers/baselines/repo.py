@@ -23,11 +23,16 @@ from pathlib import Path
 
 from assay.errors import UsageError
 
-from ..model.task import Task
-from ..model.verdict import CaseResult
-from ..runtime import GradingScope, Runtime
-from ..runtime.scope import new_grading_id
-from .baselines import (
+from ...model.task import Task
+from ...model.verdict import CaseResult
+from ...runtime import GradingScope, Runtime
+from ...runtime.scope import new_grading_id
+from ..core.controller import Grading, Source
+from ..core.intake import Refused
+from ..repo.grade import load_test_patch, spec_of
+from ..repo.patch import touched_paths
+from ..repo.tree import pack, patched_test_files, read_pristine
+from .grade import (
     WORKSPACE,
     BaselineOptions,
     BaselineRun,
@@ -39,11 +44,6 @@ from .baselines import (
     parse_pytest_log,
     run_steps,
 )
-from .controller import Grading, Source
-from .intake import Refused
-from .repo import load_test_patch, spec_of
-from .repo_patch import touched_paths
-from .repo_tree import pack, patched_test_files, read_pristine
 
 START = ">>>>> Start Test Output"
 END = ">>>>> End Test Output"

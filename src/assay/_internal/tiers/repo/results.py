@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from .junit import (
+from ..compat.junit import (
     DUPLICATE,
     ERROR,
     EXIT_CODE,

@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..model.testpatch import (
+from ...model.testpatch import (
     MAX_PATCH_BYTES,
     FilePatch,
     Hunk,

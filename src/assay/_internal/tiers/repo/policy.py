@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .repo_imports import (
+from .imports import (
     MODULE_SUFFIXES,
     ImportGuard,
     is_cache_path,

@@ -33,14 +33,14 @@ from typing import BinaryIO, Literal, TypeVar, cast
 
 from assay.errors import UsageError
 
-from ..model.task import Task
-from ..model.verdict import CaseResult, CaseStatus, Verdict, build_verdict
-from ..runtime import ArchiveTooLarge, Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
-from ..runtime.base import AGENT_UID, ExecResult
-from ..runtime.scope import new_grading_id
-from .compat_prep import Prepared, check_layout, prepare
-from .controller import Grading, Source
-from .intake import Refused
+from ...model.task import Task
+from ...model.verdict import CaseResult, CaseStatus, Verdict, build_verdict
+from ...runtime import ArchiveTooLarge, Bind, ContainerSpec, GradingScope, Limits, Runtime, Scratch
+from ...runtime.base import AGENT_UID, ExecResult
+from ...runtime.scope import new_grading_id
+from ..compat.prep import Prepared, check_layout, prepare
+from ..core.controller import Grading, Source
+from ..core.intake import Refused
 
 BaselineTier = Literal["t0", "t1"]  # the UNSAFE_TIERS
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..model.task import Task
-from ..runtime import Bind, ContainerSpec, Limits, Scratch
+from ...model.task import Task
+from ...runtime import Bind, ContainerSpec, Limits, Scratch
+from ..core.paths import INCONTAINER
 
-INCONTAINER = Path(__file__).resolve().parents[2] / "_incontainer"
 JUDGE_LIMITS = Limits(memory_bytes=1 << 30, pids=64, cpus=1.0)
 HANDOFF = "/handoff"
 

@@ -18,14 +18,15 @@ from pathlib import Path
 
 from assay.errors import TaskError
 
-from ..firewall.check import FirewallLimits
-from ..model.strict_json import StrictJSONError, loads_strict
-from ..model.task import PytestSpec, Task
-from ..runtime import Bind, ContainerSpec, GradingScope, Limits, Scratch
-from .intake import Crossing, Refused, take_from_container
+from ...firewall.check import FirewallLimits
+from ...model.strict_json import StrictJSONError, loads_strict
+from ...model.task import PytestSpec, Task
+from ...runtime import Bind, ContainerSpec, GradingScope, Limits, Scratch
+from ..core.intake import Crossing, Refused, take_from_container
+from ..core.paths import INCONTAINER
 from .junit import check_expected_ids
 
-INCONTAINER_COMPAT = Path(__file__).resolve().parents[2] / "_incontainer" / "compat"
+INCONTAINER_COMPAT = INCONTAINER / "compat"
 PREP_LIMITS = Limits(memory_bytes=1 << 30, pids=64, cpus=1.0)
 STATE_BYTES = 16 << 20
 COLLECT_BYTES = 4 << 20

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from ..model.task import Task, case_file_inputs
+from ...model.task import Task, case_file_inputs
 
 MAX_CACHED_BYTES = 64 << 20
 

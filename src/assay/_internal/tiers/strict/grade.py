@@ -17,12 +17,12 @@ import tarfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..firewall.check import FirewallLimits
-from ..firewall.materialise import read_materialised
-from ..model.diagnostics import Judged
-from ..model.strict_json import StrictJSONError, loads_strict
-from ..model.task import Task
-from ..runtime import (
+from ...firewall.check import FirewallLimits
+from ...firewall.materialise import read_materialised
+from ...model.diagnostics import Judged
+from ...model.strict_json import StrictJSONError, loads_strict
+from ...model.task import Task
+from ...runtime import (
     Bind,
     ContainerSpec,
     ExecResult,
@@ -32,14 +32,15 @@ from ..runtime import (
     RuntimeError_,
     Scratch,
 )
-from ..runtime.base import ceilings_hit, stopped_ceilings
-from ..runtime.scope import new_grading_id
-from .controller import Grading, Source
+from ...runtime.base import ceilings_hit, stopped_ceilings
+from ...runtime.scope import new_grading_id
+from ..core.controller import Grading, Source
+from ..core.intake import Crossing, Refused, through_firewall
+from ..core.overlap import Background
+from ..core.paths import INCONTAINER
 from .fixedcases import INPUTS
-from .intake import Crossing, Refused, through_firewall
 from .judge_report import INVALID_OUTPUT, verdict_from_judge
-from .judgespec import HANDOFF, INCONTAINER, judge_spec
-from .overlap import Background
+from .judgespec import HANDOFF, judge_spec
 
 if TYPE_CHECKING:
     from .judgepool import JudgePool

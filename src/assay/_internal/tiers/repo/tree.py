@@ -13,15 +13,15 @@ from pathlib import Path, PurePosixPath
 
 from assay.errors import TaskError
 
-from ..firewall.check import FirewallLimits
-from ..firewall.treelinks import MAX_HOPS, resolve
-from ..model.task import Task
-from ..runtime import ContainerSpec, GradingScope
-from ..runtime.base import AGENT_UID
-from .compat_prep import PREP_LIMITS
-from .intake import Crossing, Refused, take_from_container
-from .repo_patch import FilePatch, PatchError, apply_patch, touched_paths
-from .repo_policy import is_cache
+from ...firewall.check import FirewallLimits
+from ...firewall.treelinks import MAX_HOPS, resolve
+from ...model.task import Task
+from ...runtime import ContainerSpec, GradingScope
+from ...runtime.base import AGENT_UID
+from ..compat.prep import PREP_LIMITS
+from ..core.intake import Crossing, Refused, take_from_container
+from .patch import FilePatch, PatchError, apply_patch, touched_paths
+from .policy import is_cache
 
 REPO_BYTES = 256 << 20
 

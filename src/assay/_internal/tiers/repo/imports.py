@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .repo_probe import ProbeRun
+    from .probe import ProbeRun
 
 MODULE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyw", ".so", ".pyd")
 FLOOR = frozenset(sys.stdlib_module_names) | {

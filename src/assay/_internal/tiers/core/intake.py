@@ -13,12 +13,12 @@ from typing import BinaryIO, cast
 
 from assay.errors import UsageError
 
-from ..firewall.check import Accepted, FirewallLimits, Rejected, check
-from ..firewall.dirstream import DirStream
-from ..firewall.materialise import materialise
-from ..firewall.tarnames import Globs
-from ..model.task import Task
-from ..runtime import (
+from ...firewall.check import Accepted, FirewallLimits, Rejected, check
+from ...firewall.dirstream import DirStream
+from ...firewall.materialise import materialise
+from ...firewall.tarnames import Globs
+from ...model.task import Task
+from ...runtime import (
     ArchiveTooLarge,
     Bind,
     ContainerSpec,
@@ -27,7 +27,7 @@ from ..runtime import (
     RuntimeError_,
     Scratch,
 )
-from ..runtime.base import ceilings_hit, stopped_ceilings
+from ...runtime.base import ceilings_hit, stopped_ceilings
 from .seed import seed_workdir
 
 
