@@ -3,7 +3,7 @@
     python scripts/fuzz_firewall.py                  # 10,000 examples per property
     python scripts/fuzz_firewall.py --examples 50000 --seed 1234
 
-CI runs the same properties with 200 examples each (tests/test_firewall_props.py).
+CI runs the same properties with 200 examples each (tests/unit/test_firewall_props.py).
 Exit status is pytest's: 0 only if every example of every property passed.
 """
 
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PROPS = "tests/test_firewall_props.py"
+PROPS = "tests/unit/test_firewall_props.py"
 
 
 def main(argv: list[str] | None = None) -> int:

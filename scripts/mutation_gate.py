@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-HARDENING = "tests/test_hardening_docker.py"
+HARDENING = "tests/docker/test_hardening_docker.py"
 
 
 @dataclass(frozen=True)
@@ -50,19 +50,19 @@ class Mutation:
     pending: str = ""  # why the claiming tests may be missing on this branch (still a failure)
 
 
-FC = "tests/test_firewall_corpus.py::test_hostile_archive_is_rejected_by_its_rule"
-RT = "tests/test_repo_tree_faults.py"
-RLD = "tests/test_repo_links_docker.py"
-JP = "tests/test_judgepool.py"
-JPD = "tests/test_judgepool_docker.py"
-JI = "tests/test_judge_incontainer.py"
-HC = "tests/test_harbor_controller.py"
-VC = "tests/test_value_collisions.py"
+FC = "tests/unit/test_firewall_corpus.py::test_hostile_archive_is_rejected_by_its_rule"
+RT = "tests/unit/test_repo_tree_faults.py"
+RLD = "tests/docker/test_repo_links_docker.py"
+JP = "tests/unit/test_judgepool.py"
+JPD = "tests/docker/test_judgepool_docker.py"
+JI = "tests/unit/test_judge_incontainer.py"
+HC = "tests/unit/test_harbor_controller.py"
+VC = "tests/unit/test_value_collisions.py"
 
-RI = "tests/test_repo_imports_docker.py"
-RU = "tests/test_repo_imports_unit.py"
+RI = "tests/docker/test_repo_imports_docker.py"
+RU = "tests/unit/test_repo_imports_unit.py"
 
-HD = "tests/test_harbor_docker.py"
+HD = "tests/docker/test_harbor_docker.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -117,7 +117,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         '    if not results:\n        return CaseOutcome(node_id, "pass", duration)',
         '    if not results or results[0] == "skipped":\n'
         '        return CaseOutcome(node_id, "pass", duration)',
-        ("tests/test_junit.py::test_real_mixed_report_maps_each_outcome",),
+        ("tests/unit/test_junit.py::test_real_mixed_report_maps_each_outcome",),
     ),
     Mutation(
         "junit-missing-test",
@@ -125,7 +125,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "src/assay/_internal/tiers/compat/junit.py",
         '    if not found:\n        return _fail(node_id, "error", 0.0, MISSING, reasons)',
         '    if not found:\n        return CaseOutcome(node_id, "pass", 0.0)',
-        ("tests/test_junit.py::test_real_report_missing_an_expected_test_fails",),
+        ("tests/unit/test_junit.py::test_real_report_missing_an_expected_test_fails",),
     ),
     Mutation(
         "verdict-expected-count",
@@ -133,7 +133,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "src/assay/_internal/model/verdict.py",
         "and len(cases) == expected_case_count",
         "",
-        ("tests/test_verdict.py::test_model_rejects_a_pass_with_fewer_cases_than_expected",),
+        ("tests/unit/test_verdict.py::test_model_rejects_a_pass_with_fewer_cases_than_expected",),
     ),
     Mutation(
         "verdict-extra-forbid",
@@ -142,8 +142,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         '_STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)',
         '_STRICT = ConfigDict(strict=True, extra="ignore", frozen=True)',
         (
-            "tests/test_verdict.py::test_model_rejects",
-            "tests/test_judge_report.py::test_judge_cannot_set_controller_owned_fields",
+            "tests/unit/test_verdict.py::test_model_rejects",
+            "tests/unit/test_judge_report.py::test_judge_cannot_set_controller_owned_fields",
         ),
     ),
     Mutation(
@@ -153,8 +153,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "            public_key.verify(signature, signed)\n            return",
         "            return",
         (
-            "tests/test_signing.py::test_every_flipped_bit_in_the_signature_is_rejected",
-            "tests/test_signing.py::test_other_key_claiming_our_keyid",
+            "tests/unit/test_signing.py::test_every_flipped_bit_in_the_signature_is_rejected",
+            "tests/unit/test_signing.py::test_other_key_claiming_our_keyid",
         ),
     ),
     Mutation(
@@ -164,8 +164,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         '    itself; it escapes only where nothing was being judged."""\n',
         '    itself; it escapes only where nothing was being judged."""\n\n    exit_code = 1\n',
         (
-            "tests/test_public_api.py::test_each_error_has_the_exit_code_of_what_it_means",
-            "tests/test_public_api.py::"
+            "tests/unit/test_public_api.py::test_each_error_has_the_exit_code_of_what_it_means",
+            "tests/unit/test_public_api.py::"
             "test_the_command_line_exits_with_the_errors_code[ArchiveTooLargeError]",
         ),
     ),
@@ -175,7 +175,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "src/assay/runtime/conformance.py",
         '    if not holds:\n        raise AssertionError(repr(seen) if seen is not None else "")',
         "    assert holds, seen",
-        ("tests/test_runtime_conformance.py::test_checks_fail_under_python_O_too",),
+        ("tests/unit/test_runtime_conformance.py::test_checks_fail_under_python_O_too",),
     ),
     Mutation(
         "controller-duplicate-keys",
@@ -184,8 +184,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        if key in obj:\n            raise StrictJSONError",
         "        if False:\n            raise StrictJSONError",
         (
-            "tests/test_judge_report.py::test_bad_report_is_rejected_specifically",
-            "tests/test_signing.py::test_duplicate_key_in_the_signed_payload",
+            "tests/unit/test_judge_report.py::test_bad_report_is_rejected_specifically",
+            "tests/unit/test_signing.py::test_duplicate_key_in_the_signed_payload",
         ),
     ),
     Mutation(
@@ -198,7 +198,7 @@ MUTATIONS: tuple[Mutation, ...] = (
             f"{JI}::test_parse_json_refuses_what_strict_json_does_not_allow",
             f"{JI}::test_nan_never_reaches_a_comparator_that_trusts_finite_numbers",
             f"{JI}::test_duplicate_keys_in_a_case_output_are_an_error_not_last_wins",
-            "tests/test_matrix_docker.py::test_json_nan_comparator_is_blocked_on_t3",
+            "tests/docker/test_matrix_docker.py::test_json_nan_comparator_is_blocked_on_t3",
         ),
     ),
     Mutation(
@@ -210,7 +210,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         (
             f"{JI}::test_nan_never_reaches_a_comparator_that_trusts_finite_numbers",
             f"{JI}::test_duplicate_keys_in_a_case_output_are_an_error_not_last_wins",
-            "tests/test_matrix_docker.py::test_json_nan_comparator_is_blocked_on_t3",
+            "tests/docker/test_matrix_docker.py::test_json_nan_comparator_is_blocked_on_t3",
         ),
     ),
     Mutation(
@@ -273,7 +273,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "src/assay/_incontainer/judge.py",
         'return _equal(exp, actual), "compare:mismatch"',
         'return bool(values.native(actual) == values.decode(case["expected"])), "x"',
-        ("tests/test_comparators.py::test_equal_never_matches_nan_at_any_depth",),
+        ("tests/unit/test_comparators.py::test_equal_never_matches_nan_at_any_depth",),
     ),
     Mutation(
         "judge-equal-nan-in-sets",
@@ -281,7 +281,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "src/assay/_incontainer/judge.py",
         "return isinstance(a, values.Set) and not e.nan and not a.nan and e.keys == a.keys",
         "return isinstance(a, values.Set) and e.keys == a.keys",
-        ("tests/test_comparators.py::test_equal_never_matches_nan_at_any_depth",),
+        ("tests/unit/test_comparators.py::test_equal_never_matches_nan_at_any_depth",),
     ),
     Mutation(
         "judge-runner-ids-strings",
@@ -306,8 +306,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "if leaks := vcs_history(task.inputs_dir):",
         "if leaks := []:",
         (
-            "tests/test_task.py::test_hardened_tiers_refuse_to_run_an_agent_on_vcs_history",
-            "tests/test_task.py::test_a_session_refuses_to_start_on_vcs_history",
+            "tests/unit/test_task.py::test_hardened_tiers_refuse_to_run_an_agent_on_vcs_history",
+            "tests/unit/test_task.py::test_a_session_refuses_to_start_on_vcs_history",
         ),
     ),
     Mutation(
@@ -317,9 +317,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "                    read_only=True,",
         "                    read_only=False,",
         (
-            "tests/test_runtime_conformance.py::test_docker_conforms"
+            "tests/docker/test_runtime_conformance_docker.py::test_docker_conforms"
             "[check_root_is_read_only_scratch_is_writable]",
-            "tests/test_runtime_conformance.py::test_docker_conforms"
+            "tests/docker/test_runtime_conformance_docker.py::test_docker_conforms"
             "[check_put_archive_refused_on_read_only_root]",
         ),
     ),
@@ -329,7 +329,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "src/assay/_internal/runtime/docker.py",
         '                    network_mode="none",',
         '                    network_mode="bridge",',
-        ("tests/test_network_docker.py",),
+        ("tests/docker/test_network_docker.py",),
     ),
     Mutation(
         "docker-cap-drop",
@@ -368,7 +368,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "dirty = [place for place in places if not empty_dir(place)]",
         "dirty = [place for place in places if False]",
         (
-            "tests/test_runner_state_docker.py::test_no_case_sees_what_an_earlier_case_planted[runc]",
+            "tests/docker/test_runner_state_docker.py::test_no_case_sees_what_an_earlier_case_planted[runc]",
         ),
     ),
     Mutation(
@@ -402,7 +402,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    confine.deny_sysv_ipc()\n",
         "",
         (
-            "tests/test_runner_state_docker.py::test_no_case_sees_sysv_ipc_an_earlier_case_left[runc]",
+            "tests/docker/test_runner_state_docker.py::test_no_case_sees_sysv_ipc_an_earlier_case_left[runc]",
         ),
     ),
     Mutation(
@@ -412,7 +412,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if path.name in COMPILED_DIRS or path.name.endswith(COMPILED_EXT):\n",
         "    if False:\n",
         (
-            "tests/test_task.py::test_compiled_python_in_a_task_is_refused"
+            "tests/unit/test_task.py::test_compiled_python_in_a_task_is_refused"
             "[judge/__pycache__/generate.cpython-311.pyc]",
         ),
     ),
@@ -438,7 +438,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "src/assay/_internal/tiers/harbor/reward.py",
         "loads_strict(raw, max_bytes=MAX_JSON_BYTES, max_depth=1)",
         '__import__("json").loads(raw)',
-        ("tests/test_harbor_reward.py::test_json_garbage_fails",),
+        ("tests/unit/test_harbor_reward.py::test_json_garbage_fails",),
     ),
     Mutation(
         "harbor-image-workdir-check",
@@ -446,7 +446,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "src/assay/_internal/model/task.py",
         '        problem = workdir_problem(image_workdir or "/", self.config.kind)\n',
         "        problem = None\n",
-        ("tests/test_harbor_fields.py::test_the_image_workdir_is_read_from_the_image_and_checked",),
+        (
+            "tests/unit/test_harbor_fields.py::test_the_image_workdir_is_read_from_the_image_and_checked",
+        ),
     ),
     Mutation(
         "harbor-image-workdir-unread",
@@ -454,7 +456,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "src/assay/_internal/model/task.py",
         "        if self._image_workdir is None:\n",
         "        if self._image_workdir is None:\n            return '/app'\n",
-        ("tests/test_harbor_fields.py::test_the_image_workdir_is_read_from_the_image_and_checked",),
+        (
+            "tests/unit/test_harbor_fields.py::test_the_image_workdir_is_read_from_the_image_and_checked",
+        ),
     ),
     Mutation(
         "harbor-whole-workdir-exact",
@@ -463,7 +467,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if task.environment is not None and not whole_workdir(task):\n",
         "    if task.environment is not None:\n",
         (
-            "tests/test_harbor_realformat_docker.py::"
+            "tests/docker/test_harbor_realformat_docker.py::"
             "test_the_whole_workdir_is_the_verifiers_workdir_deletions_included",
         ),
     ),
@@ -473,7 +477,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "src/assay/_internal/report/page.py",
         r'return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")',
         "return text",
-        ("tests/test_report.py::test_embedded_json_cannot_end_its_script_element",),
+        ("tests/unit/test_report.py::test_embedded_json_cannot_end_its_script_element",),
     ),
     Mutation(
         "diagnostics-terminal-escaping",
@@ -482,8 +486,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         r'out = _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)',
         "out = text",
         (
-            "tests/test_report.py::test_assay_grade_prints_diagnostics_with_nothing_that_steers_a_terminal",
-            "tests/test_judge_report.py::test_printable_escapes_what_could_steer_a_terminal",
+            "tests/unit/test_report.py::test_assay_grade_prints_diagnostics_with_nothing_that_steers_a_terminal",
+            "tests/unit/test_judge_report.py::test_printable_escapes_what_could_steer_a_terminal",
         ),
     ),
     Mutation(
@@ -493,8 +497,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         '    if "conftest.py" in parts:\n',
         "    if False:\n",
         (
-            "tests/test_repo_unit.py::test_policy_refuses_naming_the_rule",
-            "tests/test_repo_docker.py::test_conftest_submission_fails_naming_the_rule",
+            "tests/unit/test_repo_unit.py::test_policy_refuses_naming_the_rule",
+            "tests/docker/test_repo_docker.py::test_conftest_submission_fails_naming_the_rule",
         ),
     ),
     Mutation(
@@ -603,7 +607,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "src/assay/_internal/tiers/repo/results.py",
         "if case.reason == SKIPPED and case.id in maintained:",
         "if case.reason == SKIPPED:",
-        ("tests/test_repo_unit.py::test_swebench_semantics",),
+        ("tests/unit/test_repo_unit.py::test_swebench_semantics",),
     ),
     Mutation(
         "judge-pool-census",
@@ -635,7 +639,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "or not (n := _kill_cgroup(cid)):",
         "or not (n := 0):",
         (
-            "tests/test_stuck_container.py::"
+            "tests/docker/test_stuck_container_docker.py::"
             "test_a_wedged_gvisor_sandbox_is_killed_by_pid_and_its_container_removed",
         ),
     ),

@@ -21,7 +21,7 @@ or one pytest test per check:
 Each check takes a runtime and an image, creates its containers under a fresh grading id,
 removes them whatever happens, and raises AssertionError on a deviation (or whatever the
 backend raised). The Docker backend (runc and gVisor's runsc) and assay's in-memory fake pass
-every check (`tests/test_runtime_conformance.py`); the commands used are the small vocabulary
+every check (`tests/unit/test_runtime_conformance.py`); the commands used are the small vocabulary
 the fake understands, so the same checks prove the fake is a faithful stand-in for the engine.
 """
 

