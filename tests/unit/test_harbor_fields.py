@@ -258,15 +258,15 @@ def test_a_directory_of_tasks_and_its_survey(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1, result.output
     assert not untouched.exists()  # --report writes nothing
-    assert "tasks     7" in result.output and "accepted  5" in result.output
+    assert "tasks     8" in result.output and "accepted  6" in result.output
     assert "refused by steps: 1" in result.output
     assert "refused by environment/docker-compose.yaml: 1" in result.output
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["import", "harbor", str(tree), "--out", str(out)])
     assert result.exit_code == 1, result.output
     report = json.loads((out / "import-report.json").read_text())
-    assert sorted(report["converted"]) == ["csv-total", "fizzbuzz-v2", "greet", "log-summary",
-                                           "word-count"]  # fmt: skip
+    assert sorted(report["converted"]) == ["csv-total", "fizzbuzz-v2", "greet", "log-canary",
+                                           "log-summary", "word-count"]  # fmt: skip
     assert len(report["not_converted"]) == 2
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [*report["converted"], "import-report.json"]

@@ -175,11 +175,16 @@ def test_cli_refusal_is_exit_1_naming_the_field(tmp_path: Path) -> None:
     assert missing.exit_code == 2, missing.output
 
 
-def test_the_committed_import_of_greet_is_what_the_importer_writes(tmp_path: Path) -> None:
-    """examples/greet-harbor (the proof matrix's solvable Harbor task) is greet as imported:
-    every file but solutions/ and task.toml's opening comment equals a fresh import."""
-    fresh = import_harbor(EXAMPLES / "greet", tmp_path / "greet")
-    committed = EXAMPLES.parent / "greet-harbor"
+@pytest.mark.parametrize(("source", "committed_as"), [("greet", "greet-harbor"),
+                                                      ("log-canary", "log-canary-harbor")])  # fmt: skip
+def test_the_committed_imports_are_what_the_importer_writes(
+    tmp_path: Path, source: str, committed_as: str
+) -> None:
+    """examples/greet-harbor (the proof matrix's solvable Harbor task) and
+    examples/log-canary-harbor (its real-format canary) are their sources as imported: every
+    file but solutions/ and task.toml's opening comment equals a fresh import."""
+    fresh = import_harbor(EXAMPLES / source, tmp_path / source)
+    committed = EXAMPLES.parent / committed_as
 
     def files(root: Path) -> dict[str, bytes]:
         return {

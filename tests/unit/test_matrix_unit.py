@@ -10,11 +10,13 @@ import pytest
 from assay._internal.proof.matrix import (
     Attack,
     Row,
+    _Ctx,
     load_attack,
     load_corpus,
     problems,
     task_for,
 )
+from assay._internal.runtime import Runtime
 from assay._internal.tiers.baselines.grade import log_cases, parse_pytest_log
 from assay.cli.matrix import (
     class_names,
@@ -25,6 +27,7 @@ from assay.cli.matrix import (
 from assay.errors import TaskError, UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
 IDS = ("tests/t.py::test_a[0]", "tests/t.py::test_a[1]")
 
 
@@ -208,3 +211,20 @@ def test_compare_outcomes_reads_only_the_tiers_run() -> None:
     assert compare_outcomes(committed, t2_changed, ["t2", "t3"]) == [
         "`memory-bomb` on T2 compat: error (!), committed blocked"
     ]
+
+
+def test_a_task_whose_workdir_is_its_images_gets_the_one_the_build_found() -> None:
+    """The real-format canary names no workdir (Terminal-Bench 2.1's form): a row loads it
+    afresh, so it must take the WORKDIR `assay matrix` read from its image, or every row of it
+    is an error instead of an outcome."""
+    root = EXAMPLES / "log-canary-harbor"
+    bare = _Ctx(runtime_factory=_no_runtime, image="img", examples=EXAMPLES)
+    with pytest.raises(TaskError, match="not yet read from the image"):
+        _ = bare.load(root).workdir
+    ctx = _Ctx(runtime_factory=_no_runtime, image="img", examples=EXAMPLES,
+               workdirs={root.resolve(): "/srv/logsum"})  # fmt: skip
+    assert ctx.load(root).workdir == "/srv/logsum"
+
+
+def _no_runtime() -> Runtime:
+    raise AssertionError("loading a task starts no container")

@@ -325,10 +325,13 @@ def matrix_cmd(
         # fresh clone's matrix builds it (or finds it cached) rather than failing every row.
         graded = graded_tasks(attacks, controls, ex, picked)
         envs = [t for t in graded if t.environment is not None]
+        workdirs: dict[Path, str] = {}
         if envs:
             client = engine_client()
             for task in envs:
-                ensure_environment(client, task)
+                env = ensure_environment(client, task)
+                if env is not None:
+                    workdirs[task.root] = env.workdir
 
         def factory() -> Runtime:
             return docker_runtime(oci_runtime)
@@ -350,6 +353,7 @@ def matrix_cmd(
             jobs=jobs,
             controls=controls,
             on_row=progress,
+            workdirs=workdirs,
         )
     console.print(_table(rows, attacks, picked))
     if json_out is not None:

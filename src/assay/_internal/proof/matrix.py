@@ -17,7 +17,7 @@ import secrets
 import socket
 import threading
 import tomllib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -92,6 +92,9 @@ CONTROLS = (
     Control("greet-harbor-correct", "greet-harbor", "solutions/correct", True),
     Control("greet-harbor-wrong", "greet-harbor", "solutions/wrong", False),
     Control("canary-harbor-honest", "canary-harbor", "attempts/honest", False),
+    # The real-format canary (Terminal-Bench 2.1's form, no artifact): a right count and a
+    # guessed ticket, the best an honest report can do.
+    Control("log-canary-harbor-honest", "log-canary-harbor", "solutions/honest", False),
 )
 COPY_CMD = "cp -R /agent/. ."
 """How a control's files reach a Harbor task's graders: as an agent that copies them (Harbor's
@@ -275,7 +278,16 @@ class _Ctx:
     runtime_factory: Callable[[], Runtime]
     image: str
     examples: Path
+    workdirs: Mapping[Path, str] = field(default_factory=dict)
     local: threading.local = field(default_factory=threading.local)
+
+    def load(self, root: Path) -> Task:
+        """The task at `root`; a `workdir = "image"` task (a real Harbor task names none) gets
+        the WORKDIR its image was found to have when `assay matrix` built it."""
+        task = load_task(root)
+        if task.root in self.workdirs:
+            task.resolve_workdir(self.workdirs[task.root])
+        return task
 
     def rt(self) -> Runtime:
         if not hasattr(self.local, "rt"):
@@ -311,7 +323,7 @@ def _retrying(job: Callable[[], Row]) -> Row:
 def _attack_row(ctx: _Ctx, attack: Attack, tier: Tier) -> Row:
     gid = new_grading_id()
     try:
-        task = load_task(task_for(attack.task, attack.folder, ctx.examples, tier))
+        task = ctx.load(task_for(attack.task, attack.folder, ctx.examples, tier))
         source = Source(agent_cmd=AGENT_CMD, agent_dir=attack.folder / "agent")
         verdict, run, received = _grade(ctx, task, source, tier, attack.cls, gid)
         left = _leftovers(ctx.rt(), gid)
@@ -349,7 +361,7 @@ def _control_row(ctx: _Ctx, control: Control, tier: Tier) -> Row:
     expected = "pass" if control.should_pass else "fail"
     try:
         root = task_for(control.task, ctx.examples, ctx.examples, tier)
-        task = load_task(root)
+        task = ctx.load(root)
         source = Source(path=root / control.submission)
         if task.config.kind == "harbor":
             source = Source(agent_cmd=COPY_CMD, agent_dir=root / control.submission)
@@ -377,10 +389,13 @@ def run_matrix(
     jobs: int = 3,
     controls: Sequence[Control] = CONTROLS,
     on_row: Callable[[Row], None] | None = None,
+    workdirs: Mapping[Path, str] | None = None,
 ) -> list[Row]:
+    """`workdirs`: the image WORKDIR of each task root whose workdir is its image's (what
+    `ensure_environment` found), so the rows can grade such a task."""
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    ctx = _Ctx(runtime_factory, image, examples)
+    ctx = _Ctx(runtime_factory, image, examples, dict(workdirs or {}))
     shared: list[Callable[[], Row]] = []
     exclusive: list[Callable[[], Row]] = []
     for tier in tiers:
