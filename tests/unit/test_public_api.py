@@ -12,7 +12,6 @@ import io
 import re
 import sys
 import tarfile
-import tempfile
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +39,6 @@ PUBLIC_MODULES = (
     assay.runtime,
     assay.runtime.conformance,
 )
-WRONG = "def add(a, b):\n    return a - b\n"
 
 
 def test_all_is_pinned() -> None:
@@ -483,16 +481,6 @@ def grader(tmp_path_factory: pytest.TempPathFactory, base_image: str):  # type: 
     key = tmp_path_factory.mktemp("key") / "signing.key"
     with assay.Grader(key=key, image=base_image) as g:
         yield g
-
-
-def _landing_places(name: str, cwd: Path) -> list[Path]:
-    """Where a `../name` or absolute name would land if anything unpacked it naively."""
-    return [
-        cwd.parent / name,
-        Path(tempfile.gettempdir()) / name,
-        Path("/") / name,
-        Path(tempfile.gettempdir()).parent / name,
-    ]
 
 
 def test_grade_many_refuses_bad_jobs_before_grading(tmp_path: Path) -> None:
