@@ -33,9 +33,11 @@ from assay.errors import (
     UsageError,
 )
 
-from ..model.task import Task, load_task
+from ..environment import ensure_environment
+from ..model.task import IMAGE_WORKDIR, Task, load_task
 from ..model.verdict import Tier, Verdict
 from ..runtime import Runtime
+from ..runtime.engine import engine_client
 from ..runtime.scope import grading_tempdirs, new_grading_id
 from ..tiers.baselines.grade import BaselineOptions, BaselineRun
 from ..tiers.core.controller import Source
@@ -287,6 +289,10 @@ class _Ctx:
         task = load_task(root)
         if task.root in self.workdirs:
             task.resolve_workdir(self.workdirs[task.root])
+        elif env := task.config.environment:
+            if env.workdir == IMAGE_WORKDIR:
+                # Not built by the caller: found (or built) here, which reads its WORKDIR.
+                ensure_environment(engine_client(), task)
         return task
 
     def rt(self) -> Runtime:
