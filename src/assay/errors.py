@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = [
     "ArchiveTooLargeError",
     "AssayError",
+    "BackendUnavailableError",
     "CensusUnavailableError",
     "ClusterError",
     "ContainerStuckError",
@@ -48,6 +49,20 @@ class UsageError(AssayError):
     """The user asked for something that cannot be done as asked (exit 2)."""
 
     exit_code = 2
+
+
+class BackendUnavailableError(UsageError):
+    """The runtime backend asked for (or the default) cannot run here with every limit
+    enforced (exit 2): a missing binary, a cgroup layout it cannot enforce limits on, a
+    rootless host. The message names what is missing; `fix` names a backend that works.
+    assay never falls back to another backend on its own."""
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.fix = fix
+
+    def diagnostics(self) -> str:
+        return f"{self}\n  fix: {self.fix}" if self.fix else str(self)
 
 
 class TaskError(UsageError):

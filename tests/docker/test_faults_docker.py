@@ -95,6 +95,9 @@ class Batch:
     engine: PrivateEngine
     base_image: str
     task: Path = ADD
+    runtime: str = "docker"
+    """The backend under test: these faults hit the Docker engine, so "docker" here;
+    test_oci_faults.py runs the same batch on "runc"."""
     out: Path | None = None
     expect: dict[str, bool] = field(default_factory=dict)
     exits: list[int] = field(default_factory=list)
@@ -126,7 +129,7 @@ class Batch:
         return [
             sys.executable, "-m", "assay", "grade-many", str(self.task),
             "--submissions", str(self.tmp / "subs"), "--out", str(self.out_dir),
-            "--jobs", str(jobs),
+            "--jobs", str(jobs), "--runtime", self.runtime,
         ]  # fmt: skip
 
     def start(self, jobs: int = 2, host: str | None = None) -> subprocess.Popen[str]:
@@ -296,6 +299,16 @@ class Batch:
             timeout=120,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stdout + proc.stderr
+        gids = {e["grading_id"] for e in self.events() if "grading_id" in e}
+        tmp = [p for g in gids for p in Path("/tmp").glob(f"{TEMP_PREFIX}{g}-*")]
+        assert tmp == []
+        if self.runtime == "runc":
+            from assay._internal.runtime.oci.runtime import OciRuntime
+
+            oci = OciRuntime()
+            assert [x for g in gids for x in oci.leftovers(g)] == []
+            assert oci_orphan_traces() == []
+            return
         c = self.engine.client()
         try:
             left = [
@@ -306,9 +319,21 @@ class Batch:
         finally:
             c.close()
         assert left == []
-        gids = {e["grading_id"] for e in self.events() if "grading_id" in e}
-        tmp = [p for g in gids for p in Path("/tmp").glob(f"{TEMP_PREFIX}{g}-*")]
-        assert tmp == []
+
+
+def oci_orphan_traces() -> list[str]:
+    """Mounts and cgroups of the runc backend whose container has no state left: what a
+    removal that stopped half-way would leave (live containers of other tests are fine)."""
+    from assay._internal.runtime.oci import host
+
+    live = {p.name for p in (host.STATE_ROOT / "c").glob("*") if (p / "meta.json").exists()}
+    traces = [
+        f"mount {m}"
+        for m in host.mounted_under(host.STATE_ROOT / "c")
+        if Path(m).relative_to(host.STATE_ROOT / "c").parts[0] not in live
+    ]
+    traces += [f"cgroup {c}" for c in host.cgroup_leftovers() if c.name not in live]
+    return traces
 
 
 def _outcome_text(counts: Counter[str]) -> str:

@@ -18,7 +18,7 @@ def test_add_on_gvisor(solution: str, code: int, tmp_path: Path) -> None:
         "grade",
         str(task),
         "--runtime",
-        "runsc",
+        "docker-runsc",
         "--submission",
         str(task / "solutions" / solution),
         tmp=tmp_path,
@@ -38,7 +38,7 @@ def test_probe_on_gvisor(tmp_path: Path) -> None:
             "grade",
             str(TASKS / "probe"),
             "--runtime",
-            "runsc",
+            "docker-runsc",
             "--submission",
             str(sub),
             tmp=tmp_path,
@@ -55,7 +55,13 @@ def test_fork_bomb_on_gvisor_fails(tmp_path: Path) -> None:
     )
     sub = write_solution(tmp_path, "solution.py", text)
     g = assay(
-        "grade", str(TASKS / "limits"), "--runtime", "runsc", "--submission", str(sub), tmp=tmp_path
+        "grade",
+        str(TASKS / "limits"),
+        "--runtime",
+        "docker-runsc",
+        "--submission",
+        str(sub),
+        tmp=tmp_path,
     )
     assert g.exit_code == 1, g.stderr
     assert g.verdict is not None and not g.verdict["passed"]
@@ -91,7 +97,13 @@ def test_agent_memory_bomb_on_gvisor_names_the_limit(tmp_path: Path) -> None:
         "python3 -c \"h=[]\nwhile True: h.append(b'x'*(100<<20))\""
     )
     g = assay(
-        "grade", str(TASKS / "limits"), "--runtime", "runsc", "--agent-cmd", cmd, tmp=tmp_path
+        "grade",
+        str(TASKS / "limits"),
+        "--runtime",
+        "docker-runsc",
+        "--agent-cmd",
+        cmd,
+        tmp=tmp_path,
     )
     assert g.exit_code == 1, g.stderr
     assert g.verdict is not None and not g.verdict["passed"]

@@ -197,6 +197,7 @@ PUBLIC_API_COMMANDS = (
     "assay.cli.build",
     "assay.cli.firewall",
     "assay.cli.report",
+    "assay.cli.doctor",
 )
 
 

@@ -59,7 +59,7 @@ def test_strict_grading_turns_the_fault_into_an_internal_error_and_cleans_up() -
 def test_grade_exits_3_naming_the_reason_without_a_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(grading, "docker_runtime", lambda *_, **__: _runtime())
+    monkeypatch.setattr(grading, "open_runtime", lambda *_, **__: _runtime())
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     out = tmp_path / "verdict.json"
     args = ["grade", str(ADD), "--submission", str(ADD / "solutions/correct"), "--out", str(out)]

@@ -298,7 +298,9 @@ def test_a_freeze_stuck_on_a_starting_process_is_thawed_and_tried_again() -> Non
 
 
 def test_a_group_that_never_freezes_gives_no_census(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(docker_runtime, "FREEZE_WAIT_S", 0.2)
+    from assay._internal.runtime import freezer
+
+    monkeypatch.setattr(freezer, "FREEZE_WAIT_S", 0.2)
     group = _Freezer(stuck=10**6)
     assert not docker_runtime._freeze(group)  # type: ignore[arg-type]
     assert group.state != "FROZEN"

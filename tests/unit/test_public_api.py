@@ -90,8 +90,11 @@ def test_all_is_pinned() -> None:
         "materialise",
     ]
     assert sorted(assay.runtime.__all__) == [
+        "BACKENDS",
+        "BackendStatus",
         "Bind",
         "ContainerSpec",
+        "DEFAULT_BACKEND",
         "DEFAULT_BASE_IMAGE",
         "ExecResult",
         "LABEL",
@@ -101,6 +104,8 @@ def test_all_is_pinned() -> None:
         "START_DOCKER_FIX",
         "Scratch",
         "UNPRIVILEGED_USER",
+        "diagnose",
+        "open_runtime",
     ]
     assert sorted(assay.runtime.conformance.__all__) == [
         "CHECKS",
@@ -142,7 +147,7 @@ SIGNATURES = {
     "verify": "(envelope: 'bytes', public_key: 'str | os.PathLike[str] | Ed25519PublicKey', *, "
     "subject: 'str | None' = None) -> 'Verdict'",
     "Grader": "(*, runtime: 'Runtime | None' = None, image: 'str | None' = None, "
-    "oci_runtime: 'str' = 'runc', key: 'str | os.PathLike[str] | None' = None, "
+    "oci_runtime: 'str | None' = None, key: 'str | os.PathLike[str] | None' = None, "
     "reuse_judges: 'bool' = False) -> 'None'",
     "Grader.grade": "(self, task: 'TaskLike', submission: 'Submission', *, "
     "tier: 'str | None' = None, unsafe_baseline: 'bool' = False) -> 'Graded'",
@@ -303,6 +308,7 @@ def test_every_public_error_is_named_error_and_explains_itself() -> None:
 EXIT_CODES = {
     "ArchiveTooLargeError": 3,
     "AssayError": 3,
+    "BackendUnavailableError": 2,
     "CensusUnavailableError": 3,
     "ClusterError": 2,
     "ContainerStuckError": 3,
@@ -377,7 +383,7 @@ def test_internal_errors_are_the_public_ones() -> None:
 
 def test_an_unknown_oci_runtime_is_a_usage_error(tmp_path: Path) -> None:
     grader = assay.Grader(oci_runtime="kata", key=tmp_path / "signing.key")
-    with pytest.raises(assay.errors.UsageError, match="unknown OCI runtime 'kata'"):
+    with pytest.raises(assay.errors.UsageError, match="unknown runtime backend 'kata'"):
         grader.runtime()
 
 

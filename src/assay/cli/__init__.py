@@ -45,3 +45,6 @@ main.add_command(build_cmd)
 from assay.cli.report import report_cmd  # noqa: E402
 
 main.add_command(report_cmd)
+from assay.cli.doctor import doctor_cmd  # noqa: E402
+
+main.add_command(doctor_cmd)

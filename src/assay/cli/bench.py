@@ -15,7 +15,7 @@ from assay._internal.model.atomic import atomic_write
 from assay._internal.proof.bench import Settings, run_bench
 from assay._internal.proof.bench_values import COMPARATORS
 from assay._internal.proof.locate import default_dir
-from assay._internal.runtime.engine import docker_runtime, engine_client
+from assay._internal.runtime.engine import engine_client, open_runtime
 from assay._internal.runtime.observed import ObservedRuntime
 
 from .common import engine_options, exit_codes
@@ -151,7 +151,7 @@ def bench_cmd(
         )
     with exit_codes(interrupted="interrupted; no figures"):
         client = engine_client(parallel=8)
-        rt = ObservedRuntime(docker_runtime(oci_runtime, client=client))
+        rt = ObservedRuntime(open_runtime(oci_runtime, client=client))
         result = run_bench(
             client,
             rt,

@@ -11,7 +11,7 @@ from typing import NoReturn, TypeVar
 import click
 
 from assay.errors import AssayError, InternalError
-from assay.runtime import DEFAULT_BASE_IMAGE, OCI_RUNTIMES
+from assay.runtime import BACKENDS, DEFAULT_BACKEND, DEFAULT_BASE_IMAGE
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -21,7 +21,12 @@ EXIT_INTERRUPTED = 130
 def engine_options(fn: F) -> F:
     """--base-image and --runtime, the same on every command that starts containers."""
     fn = click.option(
-        "--runtime", "oci_runtime", type=click.Choice(list(OCI_RUNTIMES)), default="runc"
+        "--runtime",
+        "oci_runtime",
+        type=click.Choice(list(BACKENDS)),
+        default=lambda: os.environ.get("ASSAY_RUNTIME") or DEFAULT_BACKEND,
+        help="The container backend: runc (direct, no daemon; the default, or $ASSAY_RUNTIME), "
+        "docker, or docker-runsc (gVisor). `assay doctor` says which work here.",
     )(fn)
     return click.option(
         "--base-image", default=lambda: os.environ.get("ASSAY_BASE_IMAGE", DEFAULT_BASE_IMAGE)

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import click
 
+from assay._internal.runtime.base import Runtime
 from assay._internal.runtime.engine import docker_runtime
+from assay._internal.runtime.oci.runtime import OciRuntime
 from assay._internal.runtime.scope import grading_tempdirs
-from assay.errors import AssayError
+from assay.errors import AssayError, EngineUnavailableError
 
 from .common import exit_codes
 
@@ -19,34 +21,50 @@ def _temp_dirs(gid: str | None) -> list[Path]:
     return [p for p in grading_tempdirs(gid) if p.is_dir()]
 
 
+def _backends() -> list[Runtime]:
+    """Every backend that may hold gradings here: the runc backend's state needs no engine,
+    so a host whose engine is down still has its runc containers collected."""
+    found: list[Runtime] = [OciRuntime()]
+    try:
+        found.append(docker_runtime())
+    except EngineUnavailableError:
+        click.echo("assay gc: no Docker engine answers; only the runc backend was swept", err=True)
+    return found
+
+
 @click.command("gc")
 @click.option(
     "--all",
     "everything",
     is_flag=True,
-    help="Remove every assay grading on this engine, even one that may still be running.",
+    help="Remove every assay grading on this host, even one that may still be running.",
 )
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
 def gc_cmd(everything: bool, dry_run: bool) -> None:
-    """Remove containers, volumes and temp dirs of gradings whose controller is gone.
+    """Remove containers, volumes, mounts, cgroups and temp dirs of gradings whose controller
+    is gone, on every backend (the Docker engine and the runc backend).
 
     Without --all, only gradings whose controller process is certainly dead (same host,
     process gone or machine rebooted) are touched, so gc is safe beside running gradings.
     """
+    gids: set[str] = set()
+    removed = 0
+    failures: list[str] = []
     with exit_codes():
-        rt = docker_runtime()
-        gids = rt.gradings() if everything else rt.orphans()
-        removed = 0
-        failures: list[str] = []
+        for rt in _backends():
+            found = rt.gradings() if everything else rt.orphans()
+            gids |= found
+            for gid in sorted(found):
+                click.echo(f"{'would remove' if dry_run else 'removing'} {gid} ({rt.name})")
+                if not dry_run:
+                    try:
+                        removed += rt.sweep(gid)
+                    except AssayError as exc:  # one stuck grading must not shield others
+                        failures.append(f"{gid}: {exc}")
         for gid in sorted(gids):
-            dirs = _temp_dirs(gid)
-            click.echo(f"{'would remove' if dry_run else 'removing'} {gid} ({len(dirs)} temp dirs)")
-            if not dry_run:
-                try:
-                    removed += rt.sweep(gid)
-                except AssayError as exc:  # keep going: one stuck grading must not shield others
-                    failures.append(f"{gid}: {exc}")
-                for d in dirs:
+            for d in _temp_dirs(gid):
+                click.echo(f"{'would remove' if dry_run else 'removing'} {d}")
+                if not dry_run:
                     shutil.rmtree(d, ignore_errors=True)
         if everything:
             for d in _temp_dirs(None):

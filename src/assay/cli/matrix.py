@@ -29,7 +29,7 @@ from assay._internal.proof.matrix import (
 )
 from assay._internal.report.page import render
 from assay._internal.runtime import Runtime
-from assay._internal.runtime.engine import docker_runtime, engine_client
+from assay._internal.runtime.engine import engine_client, open_runtime
 from assay._internal.tiers.dispatch import TIERS
 from assay.errors import UsageError
 
@@ -334,7 +334,7 @@ def matrix_cmd(
                     workdirs[task.root] = env.workdir
 
         def factory() -> Runtime:
-            return docker_runtime(oci_runtime)
+            return open_runtime(oci_runtime)
 
         def progress(row: Row) -> None:
             mark = "" if row.matches else "  <-- unexpected"

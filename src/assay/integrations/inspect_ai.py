@@ -47,14 +47,14 @@ TASK_METADATA = "assay_task"
 
 
 class AssaySandboxConfig(BaseModel):
-    """`task`: the assay task directory. `image`, `oci_runtime` ("runc" or "runsc") and `key`
+    """`task`: the assay task directory. `image`, `oci_runtime` (a backend name) and `key`
     are `assay.Grader`'s arguments (default: its defaults)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     task: str | None = None
     image: str | None = None
-    oci_runtime: str = "runc"
+    oci_runtime: str | None = None
     key: str | None = None
 
 

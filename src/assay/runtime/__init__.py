@@ -25,8 +25,13 @@ Each method of `Runtime` says what it takes, returns and raises. Prove a backend
 contract with `assay.runtime.conformance` (`run_conformance(runtime, image)`, or its
 `CHECKS` as pytest cases). The errors a backend raises live in `assay.errors`.
 
-`OCI_RUNTIMES` are the OCI runtimes the Docker backend takes (`Grader(oci_runtime=...)`,
-`--runtime`), `DEFAULT_BASE_IMAGE` the image grading runs on unless told otherwise, and
+`BACKENDS` are the backends assay ships (`Grader(oci_runtime=...)`, `--runtime`): "runc"
+drives the OCI runtime directly with no daemon (`DEFAULT_BACKEND`), "docker" and
+"docker-runsc" go through the Docker engine (with runc, or gVisor's runsc); `open_runtime`
+opens one by name and refuses one that cannot enforce its limits on this host
+(`assay.errors.BackendUnavailableError`). `OCI_RUNTIMES` is the old name of `BACKENDS`.
+`diagnose` tries each on this host (what `assay doctor` prints).
+`DEFAULT_BASE_IMAGE` is the image grading runs on unless told otherwise, and
 `START_DOCKER_FIX` what to do when no Docker engine answers.
 """
 
@@ -43,19 +48,27 @@ from assay._internal.runtime.base import (
     Scratch,
 )
 from assay._internal.runtime.docker import START_DOCKER_FIX
-from assay._internal.runtime.engine import OCI_RUNTIMES
+from assay._internal.runtime.engine import BACKENDS, DEFAULT_BACKEND, OCI_RUNTIMES, open_runtime
 from assay._internal.runtime.images import DEFAULT_BASE_IMAGE
 
 __all__ = [
+    "BACKENDS",
+    "DEFAULT_BACKEND",
     "DEFAULT_BASE_IMAGE",
     "LABEL",
     "OCI_RUNTIMES",
     "START_DOCKER_FIX",
     "UNPRIVILEGED_USER",
+    "BackendStatus",
     "Bind",
     "ContainerSpec",
     "ExecResult",
     "Limits",
     "Runtime",
     "Scratch",
+    "diagnose",
+    "open_runtime",
 ]
+
+# Last: doctor imports the conformance suite, which imports this package's siblings.
+from assay.runtime.doctor import BackendStatus, diagnose

@@ -35,9 +35,10 @@ from ..model.task import Task, load_task
 from ..model.verdict import Tier, Verdict
 from ..runtime import Runtime
 from ..runtime.docker import DockerRuntime
-from ..runtime.engine import docker_runtime
+from ..runtime.engine import default_backend, open_runtime
 from ..runtime.images import DEFAULT_BASE_IMAGE
 from ..runtime.observed import ObservedRuntime
+from ..runtime.oci.runtime import OciRuntime
 from ..runtime.scope import TEMP_PREFIX, new_grading_id
 from ..signing.keys import ensure_signing_key
 from ..signing.sign import sign_verdict
@@ -68,9 +69,12 @@ def _environment(rt: Runtime, task: Task, build: bool = True) -> str | None:
     """Build (or find) the task's environment image where the runtime is a Docker engine;
     on another runtime the tiers only check that the image is there."""
     inner = rt.inner if isinstance(rt, ObservedRuntime) else rt
-    if task.environment is None or not isinstance(inner, DockerRuntime):
+    client = (
+        getattr(inner, "client", None) if isinstance(inner, (DockerRuntime, OciRuntime)) else None
+    )
+    if task.environment is None or client is None:
         return None
-    env = ensure_environment(inner.client, task, build=build)
+    env = ensure_environment(client, task, build=build)
     return env.ref if env is not None else None
 
 
@@ -78,7 +82,8 @@ class Grader:
     """Grades submissions and signs the verdicts.
 
     `runtime`: an object implementing assay's container `Runtime` protocol (default: the
-    local Docker engine, opened on first use, with `oci_runtime` "runc" or "runsc").
+    backend `oci_runtime` names, opened on first use: "runc" (the default, or $ASSAY_RUNTIME),
+    "docker" or "docker-runsc"; `assay.runtime.BACKENDS`).
     `image`: the base image (default: $ASSAY_BASE_IMAGE, else assay-base:latest).
     `key`: the signing key's path; created with its public half on first use (default: the
     per-user key, ~/.config/assay/signing.key). `reuse_judges`: lend reset judge containers
@@ -94,12 +99,12 @@ class Grader:
         *,
         runtime: Runtime | None = None,
         image: str | None = None,
-        oci_runtime: str = "runc",
+        oci_runtime: str | None = None,
         key: str | os.PathLike[str] | None = None,
         reuse_judges: bool = False,
     ) -> None:
         self.image = image or os.environ.get("ASSAY_BASE_IMAGE") or DEFAULT_BASE_IMAGE
-        self.oci_runtime = oci_runtime
+        self.oci_runtime = oci_runtime or default_backend()
         self.reuse_judges = reuse_judges
         self._runtime = runtime
         self._private_key, pub, created = ensure_signing_key(None if key is None else Path(key))
@@ -227,7 +232,7 @@ class Grader:
     def runtime(self) -> Runtime:
         """The container runtime, opened on first use."""
         if self._runtime is None:
-            self._runtime = docker_runtime(self.oci_runtime)
+            self._runtime = open_runtime(self.oci_runtime)
         return self._runtime
 
     def _pool(self, rt: Runtime, max_idle: int = 8) -> JudgePool:
@@ -286,7 +291,7 @@ class Batch:
             connect(ray, insecure_no_auth=ray_insecure_no_auth)
             self._ray = RayBackend(self.tiers, grader.image, grader.oci_runtime)
             return
-        inner = grader._runtime or docker_runtime(grader.oci_runtime, parallel=parallel)
+        inner = grader._runtime or open_runtime(grader.oci_runtime, parallel=parallel)
         self._rt = ObservedRuntime(inner)
         self._rt.image_digest(grader.image)  # a missing image is one error, not N job errors
         for task in self.tasks.values():

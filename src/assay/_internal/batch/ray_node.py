@@ -28,7 +28,7 @@ from assay.errors import AssayError, InfrastructureError
 
 from ..model.task import Task, load_task
 from ..runtime import Runtime
-from ..runtime.engine import docker_runtime
+from ..runtime.engine import open_runtime
 from ..runtime.scope import TEMP_PREFIX, grading_tempdir
 from ..tiers.core.controller import Source
 from ..tiers.dispatch import run_tier
@@ -52,7 +52,7 @@ def _runtime(oci_runtime: str) -> Runtime:
     # One engine connection per worker process: Ray reuses workers across tasks.
     with _runtimes_lock:
         if oci_runtime not in _runtimes:
-            _runtimes[oci_runtime] = docker_runtime(oci_runtime, parallel=4)
+            _runtimes[oci_runtime] = open_runtime(oci_runtime, parallel=4)
         return _runtimes[oci_runtime]
 
 

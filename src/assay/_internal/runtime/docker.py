@@ -31,6 +31,7 @@ from .base import (
     ExecResult,
     RuntimeError_,
 )
+from .freezer import freeze
 from .images import ensure_image_present
 from .owner import OWNER_LABEL, owner_is_dead, this_owner
 
@@ -55,7 +56,6 @@ STUCK_FIX = (
 
 LOG = logging.getLogger("assay")
 FREEZER = Path("/sys/fs/cgroup/freezer/docker")
-FREEZE_WAIT_S = 2.0
 
 
 def _cgroup_census(cid: str) -> frozenset[int] | None:
@@ -77,27 +77,7 @@ def _cgroup_census(cid: str) -> frozenset[int] | None:
     return frozenset(int(p) for p in procs)
 
 
-def _freeze(state: Path) -> bool:
-    """Freeze a cgroup v1 freezer group, as runc does. One FROZEN write can leave the group
-    FREEZING for good: just after `start`, the container's first process may still be runc's
-    init in the middle of its execve, waiting for its other threads to exit while they sit
-    frozen (seen here in about one census in a hundred right after a start, under load). Only
-    a thaw lets that exec finish, so a freeze that has not held within a few milliseconds is
-    thawed for a moment and tried again."""
-    deadline = time.monotonic() + FREEZE_WAIT_S
-    tries = 0
-    while True:
-        state.write_text("FROZEN")
-        if state.read_text().strip() == "FROZEN":
-            return True
-        if time.monotonic() > deadline:
-            return False
-        tries += 1
-        if tries % 20 == 0:
-            state.write_text("THAWED")
-            time.sleep(0.01)
-        else:
-            time.sleep(0.0005)
+_freeze = freeze
 
 
 def _kill_cgroup(cid: str) -> int:

@@ -1,15 +1,35 @@
-"""Opening the Docker engine the way every command does: runc or runsc, one pool of sockets."""
+"""Opening a runtime backend the way every command does, by name.
+
+- `runc`: containers run by runc directly, no daemon in between (oci/); the default.
+- `docker`: the Docker engine, with runc under it.
+- `docker-runsc`: the Docker engine with gVisor (runsc) under it.
+
+Images come from the local Docker engine for every backend (the runc backend unpacks each
+once, verified by digest). A backend that cannot run here is refused with what is missing
+(`BackendUnavailableError`, exit 2); assay never falls back to another one on its own.
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
-from assay.errors import UsageError
+from assay.errors import BackendUnavailableError, UsageError
 
+from .base import Runtime
 from .docker import DockerRuntime, connect
 
-OciRuntime = Literal["runc", "runsc"]
-OCI_RUNTIMES: tuple[OciRuntime, ...] = ("runc", "runsc")
+Backend = Literal["runc", "docker", "docker-runsc"]
+BACKENDS: tuple[Backend, ...] = ("runc", "docker", "docker-runsc")
+DEFAULT_BACKEND: Backend = "runc"
+OCI_RUNTIMES = BACKENDS
+"""The names `--runtime` and `Grader(oci_runtime=...)` take (kept under its old name)."""
+RUNTIME_ENV = "ASSAY_RUNTIME"
+
+
+def default_backend() -> str:
+    """$ASSAY_RUNTIME if set, else `DEFAULT_BACKEND`: what runs when no backend is named."""
+    return os.environ.get(RUNTIME_ENV) or DEFAULT_BACKEND
 
 
 def engine_client(parallel: int = 1) -> Any:
@@ -19,11 +39,46 @@ def engine_client(parallel: int = 1) -> Any:
     return connect(max_pool_size=4 * parallel + 8)
 
 
+def _check(name: str) -> None:
+    if name not in BACKENDS:
+        raise UsageError(f"unknown runtime backend {name!r} (one of {', '.join(BACKENDS)})")
+
+
 def docker_runtime(
-    oci_runtime: str = "runc", *, parallel: int = 1, client: Any | None = None
+    backend: str = "docker", *, parallel: int = 1, client: Any | None = None
 ) -> DockerRuntime:
-    """A runtime on the local engine (`client`: one from `engine_client`, to share it)."""
-    if oci_runtime not in OCI_RUNTIMES:
-        raise UsageError(f"unknown OCI runtime {oci_runtime!r} (one of {', '.join(OCI_RUNTIMES)})")
+    """A Docker-engine backend ("docker", or "docker-runsc" for gVisor)."""
+    _check(backend)
+    if backend == "runc":
+        raise UsageError("the runc backend is not a Docker engine backend (open_runtime opens it)")
     client = client if client is not None else engine_client(parallel)
-    return DockerRuntime(client=client, oci_runtime=None if oci_runtime == "runc" else oci_runtime)
+    return DockerRuntime(client=client, oci_runtime="runsc" if backend == "docker-runsc" else None)
+
+
+def oci_problems(binary: str = "runc") -> list[str]:
+    """Why the runc backend cannot run on this host with every limit enforced ([] if it can)."""
+    from .oci.preflight import host_facts, problems
+
+    return problems(host_facts(binary), binary)
+
+
+def open_runtime(
+    backend: str | None = None, *, parallel: int = 1, client: Any | None = None
+) -> Runtime:
+    """The backend named `backend` (None: `default_backend()`). Raises `UsageError` for an
+    unknown name, `BackendUnavailableError` when the runc backend cannot enforce its limits
+    here, `EngineUnavailableError` when no Docker engine answers (images come from it)."""
+    backend = backend or default_backend()
+    _check(backend)
+    if backend != "runc":
+        return docker_runtime(backend, parallel=parallel, client=client)
+    found = oci_problems()
+    if found:
+        raise BackendUnavailableError(
+            "the runc backend cannot run here: " + "; ".join(found),
+            fix="`assay doctor` lists the backends that work on this host; "
+            "`--runtime docker` uses the Docker engine instead",
+        )
+    from .oci.runtime import OciRuntime
+
+    return OciRuntime(client if client is not None else engine_client(parallel))

@@ -1,0 +1,207 @@
+"""The runc backend on real containers: the conformance suite, then each protection Docker
+gives a grading container, inspected inside a real one (tests/docker: these need runc and
+the engine's images, which scripts/setup.sh provides)."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assay._internal.runtime.base import ContainerSpec, Limits, Scratch, ceilings_hit
+from assay._internal.runtime.oci import host
+from assay._internal.runtime.oci.runtime import OciRuntime
+from assay._internal.runtime.scope import GradingScope
+from assay.runtime.conformance import CHECKS
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def oci(docker_runtime) -> OciRuntime:  # type: ignore[no-untyped-def]
+    return OciRuntime(docker_runtime.client)
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+def test_oci_conforms(check, oci, base_image) -> None:  # type: ignore[no-untyped-def]
+    check(oci, base_image)
+
+
+def _spec(image: str, gid: str, **kw: object) -> ContainerSpec:
+    return ContainerSpec(
+        image=image,
+        grading_id=gid,
+        role="test",
+        scratch=(Scratch("/scratch", 4 * 2**20),),
+        limits=Limits(memory_bytes=96 * 2**20, pids=32, cpus=0.5, tmp_bytes=2 * 2**20),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+def box(oci: OciRuntime, base_image: str) -> Iterator[tuple[OciRuntime, str, str]]:
+    gid = "test-" + uuid.uuid4().hex[:12]
+    with GradingScope(oci, gid) as scope:
+        cid = scope.container(_spec(base_image, gid))
+        yield oci, cid, gid
+    assert oci.leftovers(gid) == []
+    assert host.cgroup_leftovers(cid) == []
+    assert host.mounted_under(host.state_dir(cid)) == []
+
+
+def sh(rt: OciRuntime, cid: str, script: str, cap: int = 65536) -> tuple[int | None, str]:
+    r = rt.exec(cid, ("sh", "-c", script), deadline_s=60, output_cap=cap)
+    return r.exit_code, (r.stdout + r.stderr).decode(errors="replace")
+
+
+def _status(rt: OciRuntime, cid: str) -> dict[str, str]:
+    _, text = sh(rt, cid, "cat /proc/self/status")
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())}
+
+
+def test_processes_hold_no_capability_and_no_new_privileges(box) -> None:  # type: ignore[no-untyped-def]
+    rt, cid, _ = box
+    st = _status(rt, cid)
+    for key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert int(st[key], 16) == 0, (key, st[key])
+    assert st["NoNewPrivs"] == "1"
+    assert st["Seccomp"] == "2"  # a filter, not merely strict mode or none
+    assert st["Uid"].split()[0] == "1000"
+
+
+def test_seccomp_refuses_what_dockers_default_refuses(box) -> None:  # type: ignore[no-untyped-def]
+    rt, cid, _ = box
+    # unshare(CLONE_NEWUSER) is allowed by the kernel to any uid, refused by Docker's profile.
+    call = "import ctypes; c = ctypes.CDLL(None, use_errno=True); "
+    call += "print(c.unshare(0x10000000), ctypes.get_errno())"  # CLONE_NEWUSER
+    code, out = sh(rt, cid, f"python3 -c '{call}'")
+    assert (code, out.split()) == (0, ["-1", "1"]), out  # EPERM
+
+
+def test_root_is_read_only_and_proc_sys_are_masked(box) -> None:  # type: ignore[no-untyped-def]
+    rt, cid, _ = box
+    code, out = sh(rt, cid, "touch /usr/owned")
+    assert code != 0 and "Read-only file system" in out
+    _, mounts = sh(rt, cid, "cat /proc/self/mountinfo")
+    by_point = {line.split()[4]: line.split()[5] for line in mounts.splitlines()}
+    assert by_point["/"].startswith("ro")
+    for path in ("/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs", "/sys"):
+        assert by_point[path].startswith("ro"), path
+    masked = [p for p in ("/proc/keys", "/proc/timer_list", "/sys/firmware") if os.path.exists(p)]
+    assert masked and all(p in by_point for p in masked), (masked, sorted(by_point))
+    code, out = sh(rt, cid, "cat /proc/keys | wc -c; ls /sys/firmware | wc -l")
+    assert out.split() == ["0", "0"], out
+
+
+def test_tmp_and_scratch_are_capped_tmpfs(box) -> None:  # type: ignore[no-untyped-def]
+    rt, cid, _ = box
+    code, out = sh(rt, cid, "head -c 3000000 /dev/zero > /tmp/f")
+    assert code != 0 and "No space left" in out, out
+    code, out = sh(rt, cid, "head -c 5000000 /dev/zero > /scratch/f")
+    assert code != 0 and "No space left" in out, out
+    _, out = sh(rt, cid, "stat -c %u /scratch")
+    assert out.strip() == "1000"
+
+
+def test_network_is_loopback_only(box) -> None:  # type: ignore[no-untyped-def]
+    rt, cid, _ = box
+    _, out = sh(rt, cid, "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '")
+    assert out.split() == ["lo"], out
+    code, out = sh(
+        rt, cid,
+        "python3 -c 'import socket; s=socket.socket(); s.settimeout(2); s.connect((\"10.0.0.1\", 80))'",
+    )  # fmt: skip
+    assert code != 0 and "unreachable" in out.lower(), out
+
+
+def test_limits_are_set_on_the_containers_cgroup(box) -> None:  # type: ignore[no-untyped-def]
+    _, cid, _ = box
+    mem = host.cgroup_dir("memory", cid)
+    assert int((mem / "memory.limit_in_bytes").read_text()) == 96 * 2**20
+    assert int((mem / "memory.memsw.limit_in_bytes").read_text()) == 96 * 2**20  # no swap
+    assert (host.cgroup_dir("pids", cid) / "pids.max").read_text().strip() == "32"
+    cpu = host.cgroup_dir("cpu", cid)
+    assert int((cpu / "cpu.cfs_quota_us").read_text()) == 50_000
+    assert int((cpu / "cpu.cfs_period_us").read_text()) == 100_000
+
+
+def test_no_core_dumps(box) -> None:  # type: ignore[no-untyped-def]
+    rt, cid, _ = box
+    _, out = sh(rt, cid, "ulimit -c; ulimit -Hc")
+    assert out.split() == ["0", "0"]
+
+
+def test_fork_bomb_and_memory_hog_are_reported_as_ceilings(box) -> None:  # type: ignore[no-untyped-def]
+    rt, cid, _ = box
+    sh(rt, cid, "for i in $(seq 64); do sleep 5 & done; wait")
+    assert "pids" in ceilings_hit(rt, cid)
+    sh(rt, cid, "python3 -c 'b = bytearray(400 * 2**20)'")
+    assert "memory" in ceilings_hit(rt, cid) and rt.oom_killed(cid)
+
+
+def test_kill_ends_every_process_by_cgroup(box) -> None:  # type: ignore[no-untyped-def]
+    rt, cid, _ = box
+    sh(rt, cid, "sleep 100 >/dev/null 2>&1 &")
+    assert len(host.procs(cid)) >= 3
+    rt.kill(cid)
+    assert rt.wait(cid, 10) is not None
+    assert host.procs(cid) == []
+
+
+def test_switch_user_exec_holds_exactly_the_three_caps(oci: OciRuntime, base_image: str) -> None:
+    gid = "test-" + uuid.uuid4().hex[:12]
+    with GradingScope(oci, gid) as scope:
+        cid = scope.container(_spec(base_image, gid, switch_user=True))
+        st = _status(oci, cid)
+        assert st["Uid"].split()[0] == "0"
+        # CAP_SETGID (6), CAP_SETUID (7), CAP_SETPCAP (8)
+        assert int(st["CapEff"], 16) == int(st["CapBnd"], 16) == 0b111 << 6
+        assert st["NoNewPrivs"] == "1"
+
+
+def test_archives_never_follow_a_planted_symlink(box, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    rt, cid, _ = box
+    sh(rt, cid, "ln -s /etc /scratch/out; ln -s /etc/shadow /scratch/pw")
+    sink = io.BytesIO()
+    rt.pause(cid)
+    rt.get_archive(cid, "/scratch", sink, cap=1 << 20)
+    sink.seek(0)
+    with tarfile.open(fileobj=sink) as tf:
+        kinds = {m.name: m.type for m in tf.getmembers()}
+    assert kinds["scratch/out"] == tarfile.SYMTYPE and kinds["scratch/pw"] == tarfile.SYMTYPE
+    assert not any(name.startswith("scratch/out/") for name in kinds)
+
+
+def test_a_killed_controllers_containers_are_orphans_and_gc_removes_them(
+    oci: OciRuntime, base_image: str, tmp_path: Path
+) -> None:
+    """State on disk outlives the controller: a child process creates a container and is
+    SIGKILLed; `orphans` then names its grading and `sweep` removes every trace."""
+    import subprocess
+    import sys
+
+    gid = "test-" + uuid.uuid4().hex[:12]
+    script = (
+        "import os, signal, docker\n"
+        "from assay._internal.runtime.base import ContainerSpec\n"
+        "from assay._internal.runtime.oci.runtime import OciRuntime\n"
+        "rt = OciRuntime(docker.from_env(version='auto'))\n"
+        f"cid = rt.create(ContainerSpec(image={base_image!r}, grading_id={gid!r}, role='t'))\n"
+        "rt.start(cid)\n"
+        "print(cid, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    cid = out.stdout.decode().strip()
+    assert len(cid) == 32, out
+    assert gid in oci.orphans()
+    assert host.procs(cid), "the container should outlive its controller"
+    assert oci.sweep(gid) == 1
+    assert oci.leftovers(gid) == [] and host.cgroup_leftovers(cid) == []
+    assert not host.state_dir(cid).exists()
+    assert os.path.exists(host.STATE_ROOT)  # the root itself stays for the next controller
