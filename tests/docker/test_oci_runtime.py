@@ -17,6 +17,7 @@ from assay._internal.runtime.base import ContainerSpec, Limits, Scratch, ceiling
 from assay._internal.runtime.oci import host
 from assay._internal.runtime.oci.runtime import OciRuntime
 from assay._internal.runtime.scope import GradingScope
+from assay.errors import EngineError
 from assay.runtime.conformance import CHECKS
 
 pytestmark = pytest.mark.docker
@@ -205,3 +206,28 @@ def test_a_killed_controllers_containers_are_orphans_and_gc_removes_them(
     assert oci.leftovers(gid) == [] and host.cgroup_leftovers(cid) == []
     assert not host.state_dir(cid).exists()
     assert os.path.exists(host.STATE_ROOT)  # the root itself stays for the next controller
+
+
+def test_put_archive_lands_in_the_mount_the_container_sees(box) -> None:  # type: ignore[no-untyped-def]
+    """A tar put at "/" whose members are under a scratch mount goes into that mount (what the
+    container sees there), as Docker's put_archive does; a member on the read-only root is
+    refused."""
+    rt, cid, _ = box
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name in ("scratch/", "scratch/d/", "scratch/d/f.txt"):
+            ti = tarfile.TarInfo(name)
+            if name.endswith("/"):
+                ti.type, ti.mode = tarfile.DIRTYPE, 0o755
+            else:
+                ti.size = 2
+            tf.addfile(ti, io.BytesIO(b"ok") if ti.isfile() else None)
+    rt.put_archive(cid, "/", buf.getvalue())
+    assert sh(rt, cid, "cat /scratch/d/f.txt") == (0, "ok")
+    assert sh(rt, cid, "stat -c %u /scratch")[1].strip() == "1000"  # the mount's root kept
+    bad = io.BytesIO()
+    with tarfile.open(fileobj=bad, mode="w") as tf:
+        ti = tarfile.TarInfo("etc/owned")
+        tf.addfile(ti, io.BytesIO(b""))
+    with pytest.raises(EngineError, match="read-only root"):
+        rt.put_archive(cid, "/", bad.getvalue())

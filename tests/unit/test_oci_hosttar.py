@@ -84,6 +84,9 @@ def read(data: bytes) -> dict[str, tuple[str, bytes | str, tarfile.TarInfo]]:
                 out[m.name] = ("dir", b"", m)
             elif m.issym():
                 out[m.name] = ("symlink", m.linkname, m)
+            elif m.isfifo():
+                assert m.size == 0, m
+                out[m.name] = ("fifo", b"", m)
             else:
                 assert m.isreg(), m
                 f = tf.extractfile(m)
@@ -236,27 +239,32 @@ def test_a_bad_rel_is_an_engine_error(tree: Path, rel: str, words: str) -> None:
     assert sink.getvalue() == b""
 
 
-def test_fifos_and_sockets_are_skipped_without_blocking(tree: Path) -> None:
+def test_a_fifo_is_a_header_only_entry_and_a_socket_is_skipped_without_blocking(
+    tree: Path,
+) -> None:
+    """As in Docker's archive: the FIFO is listed (never opened: this would hang otherwise),
+    so the firewall sees it and refuses it; a socket cannot be carried by tar at all."""
     import socket
 
     os.mkfifo(tree / "ws" / "fifo")
     sock = socket.socket(socket.AF_UNIX)
     try:
         sock.bind(str(tree / "ws" / "sock"))
-        names = set(read(archive(tree, "ws")))
+        entries = read(archive(tree, "ws"))
     finally:
         sock.close()
-    assert "ws/top.txt" in names
-    assert "ws/fifo" not in names and "ws/sock" not in names
-    with pytest.raises(EngineError, match="not a file, directory or symlink"):
-        write_tar(tree, "ws/fifo", io.BytesIO(), 1 << 20)
+    assert "ws/top.txt" in entries
+    assert entries["ws/fifo"][0] == "fifo" and "ws/sock" not in entries
+    assert read(archive(tree, "ws/fifo"))["fifo"][0] == "fifo"
+    with pytest.raises(EngineError, match="is a socket"):
+        write_tar(tree, "ws/sock", io.BytesIO(), 1 << 20)
 
 
 def test_a_fifo_swapped_in_after_the_lstat_is_not_read(
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The lstat sees a regular file, the open finds a FIFO (O_NONBLOCK: it does not hang),
-    # fstat tells, and the next look skips it.
+    # fstat tells, and the next look archives it as what it is: a header-only FIFO entry.
     os.mkfifo(tree / "ws" / "fifo")
     real_stat = os.stat
     lied = []
@@ -268,8 +276,8 @@ def test_a_fifo_swapped_in_after_the_lstat_is_not_read(
         return real_stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
 
     monkeypatch.setattr(hosttar.os, "stat", stat_)
-    names = set(read(archive(tree, "ws")))
-    assert lied and "ws/fifo" not in names and "ws/top.txt" in names
+    entries = read(archive(tree, "ws"))
+    assert lied and entries["ws/fifo"][0] == "fifo" and "ws/top.txt" in entries
 
 
 @pytest.mark.parametrize("reported", [10, 3000])
@@ -509,7 +517,6 @@ def _nul_member() -> tarfile.TarInfo:
         (member("a/../../evil"), "'..'"),
         (member("/abs/evil"), "absolute"),
         (_nul_member(), "NUL"),
-        (member("fifo", tarfile.FIFOTYPE), "not a file, directory, symlink or hard link"),
         (member("dev", tarfile.CHRTYPE, devmajor=1, devminor=3), "not a file"),
         (member("blk", tarfile.BLKTYPE, devmajor=7, devminor=0), "not a file"),
         (member("hl", tarfile.LNKTYPE, linkname="/etc/passwd"), "absolute"),
@@ -525,6 +532,17 @@ def test_extract_refuses_bad_members(tmp_path: Path, info: tarfile.TarInfo, word
     assert words in str(err.value)
     assert list(dest.iterdir()) == []
     assert not (tmp_path / "evil").exists()
+
+
+def test_extract_makes_a_fifo_member_and_replaces_a_planted_link_with_it(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "fifo").symlink_to(outside / "target")
+    extract_tar(dest, "", tar_of((member("fifo", tarfile.FIFOTYPE), None)))
+    assert stat.S_ISFIFO(os.lstat(dest / "fifo").st_mode)
+    assert list(outside.iterdir()) == []
 
 
 def test_extract_links_a_hard_link_member_to_an_earlier_file(tmp_path: Path) -> None:

@@ -60,8 +60,9 @@ def write_tar(base: Path, rel: str, sink: BinaryIO, cap: int, *, name: str | Non
     In the tree: directories, regular files (their bytes read through the fd they were opened
     as; one that grows or shrinks meanwhile is cut or zero-padded to the size in its header) and
     symlinks (target kept verbatim, never followed). A hard link is archived as a copy of the
-    file under each name. FIFOs, sockets and devices are skipped (never opened, no entry), and
-    so is an entry that vanishes or keeps changing type while it is read. Owner, group, mode and
+    file under each name. FIFOs and device nodes become header-only entries, never opened (as in
+    Docker's archive: the firewall refuses them); sockets are skipped (Docker's tar cannot carry
+    them either), and so is an entry that vanishes or keeps changing type while it is read. Owner, group, mode and
     mtime come from the host's stat: the owner is the host uid, not the container's if a user
     namespace maps it. Names are the directory's bytes (PAX `hdrcharset=BINARY` where they are
     not UTF-8); entries of a directory come in sorted order.
@@ -281,6 +282,15 @@ def _add_entry(out: _Counted, dir_fd: int, name: str, arcname: str) -> int | Non
             if stat.S_ISREG(st.st_mode):
                 _add_file(out, dir_fd, name, arcname)
                 return None
+            special = _SPECIAL.get(stat.S_IFMT(st.st_mode))
+            if special is not None:
+                # A header only, never opened: Docker's archive carries FIFOs and device
+                # nodes, and the firewall is what refuses them (firewall:fifo, ...).
+                info = _info(arcname, st, special)
+                if special != tarfile.FIFOTYPE:
+                    info.devmajor, info.devminor = os.major(st.st_rdev), os.minor(st.st_rdev)
+                _add_header(out, info)
+                return None
         except FileNotFoundError:
             raise _Skipped("no such path") from None
         except _Changed:
@@ -292,8 +302,15 @@ def _add_entry(out: _Counted, dir_fd: int, name: str, arcname: str) -> int | Non
             if exc.errno in (errno.EINVAL, errno.ELOOP, errno.ENOTDIR, errno.ENXIO):
                 continue
             raise
-        raise _Skipped("is not a file, directory or symlink")
+        raise _Skipped("is a socket")
     raise _Skipped("kept changing while it was read")
+
+
+_SPECIAL = {
+    stat.S_IFIFO: tarfile.FIFOTYPE,
+    stat.S_IFCHR: tarfile.CHRTYPE,
+    stat.S_IFBLK: tarfile.BLKTYPE,
+}
 
 
 class _Changed(Exception):
@@ -374,7 +391,7 @@ def extract_tar(
     - Symlinks are created with their target verbatim (never resolved).
     - A hard link member is linked (`linkat`, not following a symlink) to a regular file
       extracted earlier from the same archive; a link to anything else is refused.
-    - FIFO, device and other members are refused.
+    - A FIFO member is made (`mkfifo`, never opened); device and other members are refused.
     - Owner: `uid` / `gid` where given (for missing parents too), else the member's. Mode: the
       member's without setuid / setgid (`& 0o1777`; symlinks have none). Mtime: the member's
       (a directory's set once everything is extracted, as its entries change it).
@@ -430,10 +447,12 @@ class _Extraction:
         parts = self._member_parts(member.name)
         if not parts:
             return  # "." is the destination itself: Docker leaves it as it is
-        if not (member.isdir() or member.isreg() or member.issym() or member.islnk()):
+        if not (
+            member.isdir() or member.isreg() or member.issym() or member.islnk() or member.isfifo()
+        ):
             raise EngineError(
                 f"member {member.name!r} for {self.where}: not a file, directory, "
-                "symlink or hard link"
+                "symlink, hard link or FIFO"
             )
         try:
             parent = self._parent(parts[:-1], member.name)
@@ -446,6 +465,8 @@ class _Extraction:
                 self._file(parent, parts, member, archive)
             elif member.issym():
                 self._symlink(parent, parts, member)
+            elif member.isfifo():
+                self._fifo(parent, parts, member)
             else:
                 self._hardlink(parent, parts, member)
         except OSError as exc:
@@ -610,6 +631,23 @@ class _Extraction:
             raise self._churned(member.name)
         # By name (a symlink cannot be opened): whatever is swapped in under that name in the
         # meantime is chowned instead, inside the directory and never followed out of it.
+        os.chown(name, *self._owner(member), dir_fd=parent, follow_symlinks=False)
+        times = (member.mtime, member.mtime)
+        os.utime(name, times, dir_fd=parent, follow_symlinks=False)
+
+    def _fifo(self, parent: int, parts: tuple[str, ...], member: tarfile.TarInfo) -> None:
+        """Made, never opened (Docker's put_archive recreates FIFOs: the T1 baseline copies an
+        agent's workspace with them)."""
+        name = parts[-1]
+        for _ in range(_RETRIES):
+            self._clear(parent, parts, member.name, merge=False)
+            try:
+                os.mkfifo(name, member.mode & 0o1777, dir_fd=parent)
+            except FileExistsError:
+                continue
+            break
+        else:
+            raise self._churned(member.name)
         os.chown(name, *self._owner(member), dir_fd=parent, follow_symlinks=False)
         times = (member.mtime, member.mtime)
         os.utime(name, times, dir_fd=parent, follow_symlinks=False)

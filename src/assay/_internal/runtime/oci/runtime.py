@@ -12,6 +12,7 @@ a SIGKILL of the controller is on disk (`meta.json`, runc's state, the cgroup di
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ import resource
 import selectors
 import shutil
 import subprocess
+import tarfile
 import threading
 import time
 import uuid
@@ -415,10 +417,14 @@ class OciRuntime:
         return root, norm.lstrip("/"), not meta.read_only_root
 
     def put_archive(self, cid: str, path: str, data: bytes) -> None:
-        base, rel, writable = self._locate(cid, path)
-        if not writable:
-            raise EngineError(f"put_archive: {path} is on the container's read-only root")
-        hosttar.extract_tar(base, rel, data)
+        norm = posixpath.normpath("/" + path.lstrip("/"))
+        below = [t for t in self._meta(cid).mounts if t.startswith(norm.rstrip("/") + "/")]
+        parts = _split_by_mount(norm, data, below) if below else {norm: data}
+        for where, part in parts.items():
+            base, rel, writable = self._locate(cid, where)
+            if not writable:
+                raise EngineError(f"put_archive: {where} is on the container's read-only root")
+            hosttar.extract_tar(base, rel, part)
 
     def get_archive(self, cid: str, path: str, sink: BinaryIO, cap: int) -> int:
         base, rel, _ = self._locate(cid, path)
@@ -498,6 +504,47 @@ class OciRuntime:
                 dead = owner_is_dead(m.owner) is True
                 found[m.grading_id] = found.get(m.grading_id, True) and dead
         return {gid for gid, dead in found.items() if dead}
+
+
+def _split_by_mount(target: str, data: bytes, mounts: list[str]) -> dict[str, bytes]:
+    """The tar `data` meant for `target`, cut into one tar per place it lands: members under a
+    mount below `target` go to that mount (as the container sees the tree, which is what
+    Docker's put_archive writes into), the rest to `target`. The mount point's own entry is
+    left out: the mount's root keeps its owner and mode."""
+    out: dict[str, tuple[tarfile.TarFile, io.BytesIO]] = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as src:
+            for member in src:
+                name = posixpath.normpath(member.name.lstrip("/"))
+                full = posixpath.normpath(posixpath.join(target, name))
+                home = max(
+                    (m for m in mounts if full == m or full.startswith(m + "/")),
+                    key=len,
+                    default=target,
+                )
+                if full == home and home != target:
+                    continue
+                rel = posixpath.relpath(full, home) if full != home else "."
+                if home not in out:
+                    buf = io.BytesIO()
+                    out[home] = (
+                        tarfile.open(fileobj=buf, mode="w:", format=tarfile.PAX_FORMAT),
+                        buf,
+                    )
+                copy = member.replace(name=rel, deep=False)
+                if member.islnk():
+                    # a hard link's target is relative to the archive's root: keep it so only
+                    # when both ends land in the same place (else extract_tar refuses it)
+                    link = posixpath.normpath(posixpath.join(target, member.linkname.lstrip("/")))
+                    copy.linkname = posixpath.relpath(link, home)
+                out[home][0].addfile(copy, src.extractfile(member) if member.isfile() else None)
+    except tarfile.TarError as exc:
+        raise EngineError(f"put_archive: not a tar archive ({exc})") from exc
+    parts = {}
+    for home, (tf, buf) in out.items():
+        tf.close()
+        parts[home] = buf.getvalue()
+    return parts
 
 
 def _runc_error(log: Path) -> str:
