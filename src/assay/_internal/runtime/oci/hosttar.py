@@ -59,13 +59,15 @@ def write_tar(base: Path, rel: str, sink: BinaryIO, cap: int, *, name: str | Non
 
     In the tree: directories, regular files (their bytes read through the fd they were opened
     as; one that grows or shrinks meanwhile is cut or zero-padded to the size in its header) and
-    symlinks (target kept verbatim, never followed). A hard link is archived as a copy of the
-    file under each name. FIFOs and device nodes become header-only entries, never opened (as in
-    Docker's archive: the firewall refuses them); sockets are skipped (Docker's tar cannot carry
-    them either), and so is an entry that vanishes or keeps changing type while it is read. Owner, group, mode and
-    mtime come from the host's stat: the owner is the host uid, not the container's if a user
-    namespace maps it. Names are the directory's bytes (PAX `hdrcharset=BINARY` where they are
-    not UTF-8); entries of a directory come in sorted order.
+    symlinks (target kept verbatim, never followed). A file with several names in the tree is
+    stored under the first and is a hard-link entry naming it under the others, as in Docker's
+    archive. FIFOs and device nodes become header-only entries, never opened (as in Docker's
+    archive: the firewall refuses them); sockets are skipped (Docker's tar cannot carry them
+    either), and so is an entry that vanishes or keeps changing type while it is read. Owner,
+    group, mode and mtime come from the host's stat: the owner is the host uid, not the
+    container's if a user namespace maps it. Names are the directory's bytes (PAX
+    `hdrcharset=BINARY` where they are not UTF-8); entries of a directory come in sorted
+    order.
 
     Raises `ArchiveTooLargeError(cap)` as soon as the tar would pass `cap` bytes (`sink` then
     holds a prefix to throw away; a file whose header alone says it cannot fit is not read),
@@ -127,6 +129,8 @@ class _Counted:
         self._sink = sink
         self.cap = cap
         self.count = 0
+        self.inodes: dict[tuple[int, int], str] = {}
+        """(device, inode) -> the archive name a file with more than one link was stored as."""
 
     def fits(self, n: int) -> bool:
         return self.count + n <= self.cap
@@ -333,6 +337,15 @@ def _add_file(out: _Counted, dir_fd: int, name: str, arcname: str) -> None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise _Changed  # a FIFO or directory swapped in after the lstat
+        if st.st_nlink > 1:
+            # As Docker's archive does: the second name of a file already in this archive is
+            # a hard-link entry naming the first (the firewall refuses hard links), not a copy.
+            first = out.inodes.setdefault((st.st_dev, st.st_ino), arcname)
+            if first != arcname:
+                link = _info(arcname, st, tarfile.LNKTYPE)
+                link.linkname = first
+                _add_header(out, link)
+                return
         info = _info(arcname, st, tarfile.REGTYPE)
         info.size = st.st_size
         header = info.tobuf(tarfile.PAX_FORMAT, _ENCODING, _ERRORS)
