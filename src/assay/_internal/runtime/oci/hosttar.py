@@ -19,6 +19,7 @@ import io
 import os
 import stat
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -632,30 +633,31 @@ class _Extraction:
     def _symlink(self, parent: int, parts: tuple[str, ...], member: tarfile.TarInfo) -> None:
         if "\x00" in member.linkname:
             raise EngineError(f"member {member.name!r} for {self.where}: a NUL in its target")
-        name = parts[-1]
-        for _ in range(_RETRIES):
-            self._clear(parent, parts, member.name, merge=False)
-            try:
-                os.symlink(member.linkname, name, dir_fd=parent)
-            except FileExistsError:
-                continue
-            break
-        else:
-            raise self._churned(member.name)
-        # By name (a symlink cannot be opened): whatever is swapped in under that name in the
-        # meantime is chowned instead, inside the directory and never followed out of it.
-        os.chown(name, *self._owner(member), dir_fd=parent, follow_symlinks=False)
-        times = (member.mtime, member.mtime)
-        os.utime(name, times, dir_fd=parent, follow_symlinks=False)
+        self._unopened(
+            parent, parts, member, lambda name: os.symlink(member.linkname, name, dir_fd=parent)
+        )
 
     def _fifo(self, parent: int, parts: tuple[str, ...], member: tarfile.TarInfo) -> None:
         """Made, never opened (Docker's put_archive recreates FIFOs: the T1 baseline copies an
         agent's workspace with them)."""
+        mode = member.mode & 0o1777
+        self._unopened(parent, parts, member, lambda name: os.mkfifo(name, mode, dir_fd=parent))
+
+    def _unopened(
+        self,
+        parent: int,
+        parts: tuple[str, ...],
+        member: tarfile.TarInfo,
+        make: Callable[[str], None],
+    ) -> None:
+        """Make an entry that is never opened (a symlink, a FIFO) in place of whatever has its
+        name, then set its owner and times by name: whatever is swapped in under that name in
+        the meantime is changed instead, inside the directory and never followed out of it."""
         name = parts[-1]
         for _ in range(_RETRIES):
             self._clear(parent, parts, member.name, merge=False)
             try:
-                os.mkfifo(name, member.mode & 0o1777, dir_fd=parent)
+                make(name)
             except FileExistsError:
                 continue
             break
