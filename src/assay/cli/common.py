@@ -26,7 +26,8 @@ def engine_options(fn: F) -> F:
         type=click.Choice(list(BACKENDS)),
         default=lambda: os.environ.get("ASSAY_RUNTIME") or DEFAULT_BACKEND,
         help="The container backend: runc (direct, no daemon; the default, or $ASSAY_RUNTIME), "
-        "docker, or docker-runsc (gVisor). `assay doctor` says which work here.",
+        "runsc (gVisor, direct), docker, or docker-runsc (gVisor through the engine). "
+        "`assay doctor` says which work here.",
     )(fn)
     return click.option(
         "--base-image", default=lambda: os.environ.get("ASSAY_BASE_IMAGE", DEFAULT_BASE_IMAGE)

@@ -52,6 +52,8 @@ def gc_cmd(everything: bool, dry_run: bool) -> None:
     failures: list[str] = []
     with exit_codes():
         for rt in _backends():
+            if isinstance(rt, OciRuntime) and not dry_run:
+                removed += rt.sweep_stale_state()
             found = rt.gradings() if everything else rt.orphans()
             gids |= found
             for gid in sorted(found):

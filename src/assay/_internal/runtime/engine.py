@@ -1,6 +1,7 @@
 """Opening a runtime backend the way every command does, by name.
 
 - `runc`: containers run by runc directly, no daemon in between (oci/); the default.
+- `runsc`: containers run by gVisor's runsc directly, the same way (oci/runsc.py).
 - `docker`: the Docker engine, with runc under it.
 - `docker-runsc`: the Docker engine with gVisor (runsc) under it.
 
@@ -19,8 +20,10 @@ from assay.errors import BackendUnavailableError, UsageError
 from .base import Runtime
 from .docker import DockerRuntime, connect
 
-Backend = Literal["runc", "docker", "docker-runsc"]
-BACKENDS: tuple[Backend, ...] = ("runc", "docker", "docker-runsc")
+Backend = Literal["runc", "runsc", "docker", "docker-runsc"]
+BACKENDS: tuple[Backend, ...] = ("runc", "runsc", "docker", "docker-runsc")
+DIRECT_BACKENDS = ("runc", "runsc")
+"""The backends that drive an OCI runtime directly (oci/), with no Docker engine between."""
 DEFAULT_BACKEND: Backend = "runc"
 OCI_RUNTIMES = BACKENDS
 """The names `--runtime` and `Grader(oci_runtime=...)` take (kept under its old name)."""
@@ -49,14 +52,21 @@ def docker_runtime(
 ) -> DockerRuntime:
     """A Docker-engine backend ("docker", or "docker-runsc" for gVisor)."""
     _check(backend)
-    if backend == "runc":
-        raise UsageError("the runc backend is not a Docker engine backend (open_runtime opens it)")
+    if backend in DIRECT_BACKENDS:
+        raise UsageError(
+            f"the {backend} backend is not a Docker engine backend (open_runtime opens it)"
+        )
     client = client if client is not None else engine_client(parallel)
     return DockerRuntime(client=client, oci_runtime="runsc" if backend == "docker-runsc" else None)
 
 
 def oci_problems(binary: str = "runc") -> list[str]:
-    """Why the runc backend cannot run on this host with every limit enforced ([] if it can)."""
+    """Why the backend of OCI runtime `binary` ("runc" or "runsc") cannot run on this host
+    with every limit enforced ([] if it can)."""
+    if binary == "runsc":
+        from .oci.runsc import runsc_facts, runsc_problems
+
+        return runsc_problems(runsc_facts(binary), binary)
     from .oci.preflight import host_facts, problems
 
     return problems(host_facts(binary), binary)
@@ -66,19 +76,26 @@ def open_runtime(
     backend: str | None = None, *, parallel: int = 1, client: Any | None = None
 ) -> Runtime:
     """The backend named `backend` (None: `default_backend()`). Raises `UsageError` for an
-    unknown name, `BackendUnavailableError` when the runc backend cannot enforce its limits
-    here, `EngineUnavailableError` when no Docker engine answers (images come from it)."""
+    unknown name, `BackendUnavailableError` when the runc or runsc backend cannot enforce its
+    limits here, `EngineUnavailableError` when no Docker engine answers (images come from
+    it)."""
     backend = backend or default_backend()
     _check(backend)
-    if backend != "runc":
+    if backend not in DIRECT_BACKENDS:
         return docker_runtime(backend, parallel=parallel, client=client)
-    found = oci_problems()
+    found = oci_problems(backend)
     if found:
+        instead = "docker-runsc" if backend == "runsc" else "docker"
         raise BackendUnavailableError(
-            "the runc backend cannot run here: " + "; ".join(found),
+            f"the {backend} backend cannot run here: " + "; ".join(found),
             fix="`assay doctor` lists the backends that work on this host; "
-            "`--runtime docker` uses the Docker engine instead",
+            f"`--runtime {instead}` uses the Docker engine instead",
         )
+    client = client if client is not None else engine_client(parallel)
+    if backend == "runsc":
+        from .oci.runsc import RunscRuntime
+
+        return RunscRuntime(client)
     from .oci.runtime import OciRuntime
 
-    return OciRuntime(client if client is not None else engine_client(parallel))
+    return OciRuntime(client)

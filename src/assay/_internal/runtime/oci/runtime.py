@@ -224,13 +224,27 @@ class OciRuntime:
             argv += ["--log", str(log), "--log-format", "json"]
         return [*argv, *args]
 
+    def _run_argv(self, cid: str, d: Path, pid_file: Path, log: Path) -> list[str]:
+        """The supervisor's command line: runc keeps its state after the main process ends,
+        for `wait` and `_destroy`."""
+        return self._runc(
+            "run", "--keep", "--bundle", str(d), "--pid-file", str(pid_file), cid, log=log
+        )
+
+    def _could_not_start(self, failure: str) -> bool:
+        """Whether the runtime's logged `failure` of an exec is the command's own (no such
+        binary or working directory: exit 126, as Docker reports it)."""
+        return "unable to start container process" in failure
+
+    def _stopped(self, shim: subprocess.Popen[bytes], failure: str) -> bool:
+        """Whether an exec failed (with `failure`) because the container had stopped."""
+        return shim.poll() is not None
+
     def start(self, cid: str) -> None:
         d = host.state_dir(cid, self._root)
         self._meta(cid)
         pid_file, log = d / "pid", d / "run.log"
-        argv = self._runc(
-            "run", "--keep", "--bundle", str(d), "--pid-file", str(pid_file), cid, log=log
-        )
+        argv = self._run_argv(cid, d, pid_file, log)
         try:
             shim = subprocess.Popen(
                 argv,
@@ -241,7 +255,8 @@ class OciRuntime:
             )
         except OSError as exc:
             raise EngineUnavailableError(
-                f"cannot run {self._binary}: {exc.strerror}", fix="apt-get install runc"
+                f"cannot run {self._binary}: {exc.strerror}",
+                fix=f"apt-get install {Path(self._binary).name}",
             ) from exc
         with self._lock:
             self._shims[cid] = shim
@@ -251,9 +266,11 @@ class OciRuntime:
             if shim.poll() is not None:
                 if pid_file.exists():
                     return  # started and already done (a command as PID 1 that exits at once)
-                raise EngineError(f"runc could not start {cid[:12]}: {_runc_error(log)}")
+                raise EngineError(f"{self.name} could not start {cid[:12]}: {_runc_error(log)}")
             if time.monotonic() > deadline:
-                raise EngineError(f"runc did not start {cid[:12]} within {START_WAIT_S:.0f} s")
+                raise EngineError(
+                    f"{self.name} did not start {cid[:12]} within {START_WAIT_S:.0f} s"
+                )
             time.sleep(delay)
             delay = min(delay * 2, 0.01)
 
@@ -292,12 +309,7 @@ class OciRuntime:
                 shim.kill()
                 shim.wait(timeout=STOP_WAIT_S)
         d = host.state_dir(cid, self._root)
-        if (self._runc_root / cid).exists():
-            subprocess.run(
-                self._runc("delete", "--force", cid),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                check=False, timeout=STOP_WAIT_S,
-            )  # fmt: skip
+        _delete_runtime_state(self._root, cid, self._binary)
         host.remove_cgroups(cid)
         for point in host.mounted_under(d):
             host.umount(Path(point))
@@ -305,6 +317,7 @@ class OciRuntime:
         with self._lock:
             self._metas.pop(cid, None)
         left = [p for p in (d,) if p.exists()] + host.cgroup_leftovers(cid)
+        left += runtime_state(self._root, cid)
         if left:
             raise EngineError(f"could not remove {cid[:12]}: {', '.join(map(str, left))} remain")
 
@@ -369,7 +382,7 @@ class OciRuntime:
                 )  # fmt: skip
             code = proc.wait()
             failure = _runc_error(log)
-            if failure and "unable to start container process" in failure:
+            if failure and self._could_not_start(failure):
                 # The command could not start (no such binary, no such working directory):
                 # the command's failure, as Docker reports it (exit 126, the reason on
                 # stderr), not the runtime's.
@@ -378,7 +391,7 @@ class OciRuntime:
                     False, False, time.monotonic() - t0,
                 )  # fmt: skip
             if failure:
-                if shim is not None and shim.poll() is not None:
+                if shim is not None and self._stopped(shim, failure):
                     return ExecResult(
                         None, b"", b"", False, False, time.monotonic() - t0, exited=True
                     )
@@ -469,8 +482,24 @@ class OciRuntime:
             if grading_id is None or (isinstance(m, Meta) and m.grading_id == grading_id)
         ]
 
+    def sweep_stale_state(self) -> int:
+        """Remove each OCI runtime's record of a container whose directory is gone (a removal
+        that failed half-way): a container is made with its directory before the runtime
+        records it, and loses it only after, so nothing runs under such a record. Returns how
+        many records it removed; safe beside running gradings (`assay gc` calls it)."""
+        stale = {
+            cid
+            for cid in (_state_cid(p) for p in runtime_state(self._root))
+            if not host.state_dir(cid, self._root).exists()
+        }
+        for cid in stale:
+            _delete_runtime_state(self._root, cid, self._binary)
+        return len(stale)
+
     def sweep(self, grading_id: str | None = None) -> int:
         n, failures = 0, []
+        if grading_id is None:
+            self.sweep_stale_state()
         for m in self._of(grading_id):
             cid = m.cid if isinstance(m, Meta) else m
             try:
@@ -492,6 +521,7 @@ class OciRuntime:
         if grading_id is None:
             names += [f"mount:{p}" for p in host.mounted_under(self._root / "c")]
             names += [f"cgroup:{p}" for p in host.cgroup_leftovers()]
+            names += [f"state:{p}" for p in runtime_state(self._root)]
         return names
 
     def gradings(self) -> set[str]:
@@ -504,6 +534,56 @@ class OciRuntime:
                 dead = owner_is_dead(m.owner) is True
                 found[m.grading_id] = found.get(m.grading_id, True) and dead
         return {gid for gid, dead in found.items() if dead}
+
+
+RUNTIME_BINARIES = {"runc": "runc", "runsc": "runsc"}
+"""The OCI runtimes whose state lives under `STATE_ROOT/<name>`: each backend removes the
+other's containers too (`assay gc` opens the runc backend only)."""
+
+
+def runtime_state(root: Path, cid: str | None = None) -> list[Path]:
+    """What the OCI runtimes keep of one container (or of every container) under `root`:
+    runc's state directory, runsc's state and lock files (`<cid>_sandbox:<cid>.state`)."""
+    found: list[Path] = []
+    for name in RUNTIME_BINARIES:
+        base = root / name
+        if not base.is_dir():
+            continue
+        if cid is not None:
+            found += sorted(base.glob(f"{cid}*"))
+        else:
+            found += sorted(base.iterdir())
+    return [p for p in found if cid is None or _state_cid(p) == cid]
+
+
+def _state_cid(path: Path) -> str:
+    return path.name.split("_sandbox:", 1)[0]
+
+
+def _delete_runtime_state(root: Path, cid: str, own: str) -> None:
+    """Have each OCI runtime that holds a record of `cid` delete it (its processes are already
+    killed through the cgroup), then remove what the runtime leaves (runsc keeps its lock
+    file). `own` is the calling backend's binary, used for its own runtime's records."""
+    for name, binary in RUNTIME_BINARIES.items():
+        mine = [p for p in runtime_state(root, cid) if p.parent.name == name]
+        if not mine:
+            continue
+        exe = own if Path(own).name == name else shutil.which(binary)
+        if exe is not None:
+            try:
+                subprocess.run(
+                    [exe, "--root", str(root / name), "delete", "--force", cid],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL, check=False, timeout=STOP_WAIT_S,
+                )  # fmt: skip
+            except (subprocess.TimeoutExpired, OSError):
+                pass  # its processes are dead already: the record is removed below
+        # Listed again: runsc's delete itself leaves a lock file beside the state it removes.
+        for p in (p for p in runtime_state(root, cid) if p.parent.name == name):
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
 
 
 def _split_by_mount(target: str, data: bytes, mounts: list[str]) -> dict[str, bytes]:
