@@ -383,8 +383,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "runner-case-drops-uid",
         "each case's process dropping to the candidate's uid for real, effective and saved ids",
         "src/assay/_incontainer/runner.py",
-        "(call, a.entry) if call is not None else None, confine.become_candidate,",
-        "(call, a.entry) if call is not None else None, lambda: None,",
+        "        become = confine.become_candidate\n",
+        "        become = lambda: None  # noqa: E731\n",
         (f"{HARDENING}::test_candidate_process_has_no_capabilities[runc]",),
     ),
     Mutation(
@@ -727,6 +727,40 @@ MUTATIONS: tuple[Mutation, ...] = (
         "or _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:",
         "or False:",
         (f"{HD}::test_the_candidate_cannot_trace_the_init[runc]",),
+    ),
+    Mutation(
+        "checker-numbers-strict-literal",
+        "the numbers checker taking only a strict decimal literal (no nan, inf, hex) as a number",
+        "src/assay/_incontainer/checkers.py",
+        "    if NUMBER.fullmatch(token) is None:\n        return None\n",
+        "    if False:\n        return None\n",
+        ("tests/unit/test_checkers.py::test_numbers_refuses_what_is_not_a_strict_decimal_literal",),
+    ),
+    Mutation(
+        "checker-lines-every-line",
+        "the lines checker comparing every line, not a prefix of the answer (open-r1's zip)",
+        "src/assay/_incontainer/checkers.py",
+        "        if lines_text(output, crlf) == lines_text(answer, crlf):\n",
+        "        if lines_text(answer, crlf).startswith(lines_text(output, crlf)):\n",
+        ("tests/unit/test_checkers.py::test_lines_fails_the_first_line_only_and_extra_output",),
+    ),
+    Mutation(
+        "stdio-runner-cpu-limit",
+        "each stdio test's process under RLIMIT_CPU (a busy loop ends at its CPU seconds)",
+        "src/assay/_incontainer/runner.py",
+        "            become = cpu_capped(become, a.cpu_seconds)\n",
+        "            become = become\n",
+        ("tests/docker/test_stdio.py::test_each_way_a_test_fails_has_its_own_reason[limit:cpu]",),
+    ),
+    Mutation(
+        "stdio-judge-exit-code",
+        "the judge failing a stdio test whose program exited non-zero, whatever it printed",
+        "src/assay/_incontainer/judge.py",
+        '    if type(rc.get("exit_code")) is not int or rc["exit_code"] != 0:\n',
+        "    if False:\n",
+        (
+            "tests/docker/test_stdio.py::test_each_way_a_test_fails_has_its_own_reason[runtime:exit-code]",
+        ),
     ),
 )
 

@@ -14,7 +14,7 @@ change in any release.
 from __future__ import annotations
 
 from assay import batch, errors, firewall, runtime
-from assay._internal.api.build import build_environment
+from assay._internal.api.build import LanguageImage, build_environment, build_languages
 from assay._internal.api.graded import Graded
 from assay._internal.api.grader import Grader, Job, TaskLike
 from assay._internal.api.keys import keygen, keyid, load_public_key, verify
@@ -40,6 +40,7 @@ __all__ = [
     "Graded",
     "Grader",
     "Job",
+    "LanguageImage",
     "ReportSummary",
     "Session",
     "Submission",
@@ -51,6 +52,7 @@ __all__ = [
     "__version__",
     "batch",
     "build_environment",
+    "build_languages",
     "errors",
     "firewall",
     "keygen",

@@ -210,9 +210,21 @@ def test_model_rejects_a_missing_field() -> None:
 
 
 def test_case_result_carries_no_expected_values() -> None:
-    assert set(CaseResult.model_fields) == {"id", "status", "duration_s"}
+    # `checker` and `reason` are names (a checker, a reason code), too narrow to carry output.
+    assert set(CaseResult.model_fields) == {"id", "status", "duration_s", "checker", "reason"}
     with pytest.raises(ValidationError, match="Extra inputs"):
         CaseResult.model_validate({"id": "c", "status": "fail", "duration_s": 0, "expected": 4})
+    for field, value in (("checker", "3 1 2"), ("checker", "x" * 33), ("reason", "42")):
+        with pytest.raises(ValidationError):
+            CaseResult.model_validate({"id": "c", "status": "fail", "duration_s": 0, field: value})
+
+
+def test_a_case_without_a_checker_serialises_as_it_always_did() -> None:
+    plain = CaseResult(id="c", status="pass", duration_s=0.5)
+    assert plain.model_dump(mode="json") == {"id": "c", "status": "pass", "duration_s": 0.5}
+    checked = CaseResult(id="c", status="fail", duration_s=0.5, checker="numbers",
+                         reason="compare:wrong-answer")  # fmt: skip
+    assert checked.model_dump(mode="json")["checker"] == "numbers"
 
 
 def test_case_id_with_terminal_escape_is_rejected() -> None:

@@ -31,7 +31,12 @@ def main() -> None:
     # The runner hands over the judge's inputs unchanged; 16 MiB is the runner's own cap.
     args, kwargs = values.call_args(values.loads(sys.stdin.buffer.read(), 16 << 20))
     sys.path.insert(0, "/candidate")
-    func = getattr(importlib.import_module(module_name), func_name)
+    owner: Any = importlib.import_module(module_name)
+    if "." in func_name:
+        # `Class.method` (LeetCode's `class Solution`): a fresh instance per case.
+        class_name, func_name = func_name.split(".")
+        owner = getattr(owner, class_name)()
+    func = getattr(owner, func_name)
     result = func(*args, **kwargs)
     try:
         data = values.dumps(result)

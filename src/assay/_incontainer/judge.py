@@ -25,6 +25,16 @@ except ImportError:  # in the judge container only /assay holds it; -I keeps it 
     values = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(values)
 
+try:  # the stdio checkers (issue 27), loaded the same way
+    from assay._incontainer import checkers
+except ImportError:
+    _cspec = importlib.util.spec_from_file_location(
+        "assay_checkers", os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkers.py")
+    )
+    assert _cspec is not None and _cspec.loader is not None
+    checkers = importlib.util.module_from_spec(_cspec)
+    _cspec.loader.exec_module(checkers)
+
 MAX_RUNNER_BYTES = 256 << 20
 MAX_DEPTH = 64
 MAX_FILE_BYTES = 16 << 20
@@ -32,6 +42,9 @@ STATE = "/state/cases.json"
 MAX_CASES_BYTES = 16 << 20
 COMPARATORS = ("exact", "equal", "truthy", "falsy", "float", "unordered", "custom")
 CASE_KEYS = frozenset({"id", "input", "expected", "comparator", "rel_tol", "abs_tol"})
+STDIO_CASE_KEYS = frozenset({"id", "input", "expected", "checker", "rel_tol", "abs_tol"})
+STDIO_CHECKERS = checkers.CHECKERS + checkers.PROGRAM_CHECKERS
+STDIO_LIMITS = frozenset({"cpu", "memory", "output", "pids", "disk"})
 # Diagnostics for the task owner (docs/verdicts.md): bounded so a huge output cannot swell the
 # report; the host caps and escapes them again, since they hold candidate bytes.
 DIAG_CASES = 20
@@ -94,18 +107,23 @@ class BadCase(Exception):
 
 def check_case(case: Any, index: int, custom_file: bool, kind: str = "function") -> dict[str, Any]:
     """One case, validated: keys, id, input shape, expected, comparator and tolerances.
-    Also used on the host when a task is loaded, so a bad case file fails there (exit 2)."""
+    Also used on the host when a task is loaded, so a bad case file fails there (exit 2).
+    For kind "stdio", custom_file says the task names a checker program (stdio.checker_program),
+    which a case's `checker` of python or testlib needs."""
     if not isinstance(case, dict):
         raise BadCase(f"case #{index}: not an object")
     cid = case.get("id")
     name = f"case {cid!r}" if isinstance(cid, str) else f"case #{index}"
     if not isinstance(cid, str) or not cid:
         raise BadCase(f"{name}: 'id' must be a non-empty string")
-    if extra := sorted(set(case) - CASE_KEYS):
+    if extra := sorted(set(case) - (STDIO_CASE_KEYS if kind == "stdio" else CASE_KEYS)):
         raise BadCase(f"{name}: unknown key {extra[0][:40]!r}")
     for key in ("input", "expected"):
         if key not in case:
             raise BadCase(f"{name}: missing key {key!r}")
+    if kind == "stdio":
+        _check_stdio_case(case, name, custom_file)
+        return case
     try:
         given = values.decode(case["input"], "input")
         if kind == "function":
@@ -118,13 +136,34 @@ def check_case(case: Any, index: int, custom_file: bool, kind: str = "function")
         raise BadCase(f"{name}: unknown comparator {str(comp)[:40]!r}")
     if comp == "custom" and not custom_file:
         raise BadCase(f"{name}: comparator 'custom' needs judge.custom in task.toml")
+    _check_tolerances(case, name)
+    return case
+
+
+def _check_stdio_case(case: dict[str, Any], name: str, checker_program: bool) -> None:
+    for key, field in (("input", "stdin"), ("expected", "stdout")):
+        v = case[key]
+        if not (isinstance(v, dict) and list(v) == [field] and isinstance(v[field], str)):
+            raise BadCase(f"{name}: {key!r} must be {{{field!r}: <string>}}")
+        try:
+            v[field].encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate escape in the JSON string
+            raise BadCase(f"{name}: {key}.{field} is not valid Unicode text") from None
+    checker = case.get("checker")
+    if checker is not None and checker not in STDIO_CHECKERS:
+        raise BadCase(f"{name}: unknown checker {str(checker)[:40]!r}")
+    if checker in checkers.PROGRAM_CHECKERS and not checker_program:
+        raise BadCase(f"{name}: checker {checker!r} needs stdio.checker_program in task.toml")
+    _check_tolerances(case, name)
+
+
+def _check_tolerances(case: dict[str, Any], name: str) -> None:
     for key in ("rel_tol", "abs_tol"):
         tol = case.get(key)
         if tol is not None and not (
             isinstance(tol, (int, float)) and not isinstance(tol, bool) and 0 <= tol < math.inf
         ):
             raise BadCase(f"{name}: {key} must be a number >= 0")
-    return case
 
 
 def check_cases(cases: Any, custom_file: bool, kind: str = "function") -> list[dict[str, Any]]:
@@ -384,6 +423,10 @@ class UnencodableOutput(Exception):
 
 def actual_value(kind: str, rc: dict[str, Any], index: int, cap: int) -> Any:
     raw = base64.b64decode(rc["output_b64"], validate=True)
+    if kind == "stdio":  # the program's stdout, as bytes: the checkers never decode it
+        if len(raw) > cap:
+            raise Invalid("stdout over the output cap")
+        return raw
     if kind == "function":
         try:
             tree = values.parse_json(raw, cap)
@@ -399,6 +442,63 @@ def actual_value(kind: str, rc: dict[str, Any], index: int, cap: int) -> Any:
             raise Invalid("stdout is not UTF-8") from None
         return {"stdout": text, "exit_code": rc["exit_code"]}
     return {"files": read_tree(f"/exchange/output/{index}")}
+
+
+def stdio_runner_failure(rc: dict[str, Any]) -> tuple[str, str] | None:
+    """(status, reason) of a stdio test the runner reports as not run to a clean exit, or None
+    when its stdout is to be checked. A signal outranks the exit code it leaves."""
+    rstatus = rc.get("status")
+    if rstatus == "timeout":
+        return "timeout", "limit:time"
+    if rstatus == "limit":
+        limit = rc.get("limit")
+        if limit not in STDIO_LIMITS:
+            return "error", "runner:invalid-output"
+        return "limit", f"limit:{limit}"
+    if rstatus == "residue":  # what the test left could not be removed (runner.py)
+        return "error", "candidate:left-state"
+    if rstatus == "error":  # the runner could not start the program
+        return "error", "candidate:crash"
+    if rstatus != "ok":
+        return "error", "runner:invalid-output"
+    if rc.get("signal") is not None:
+        return "error", "runtime:signal"
+    if type(rc.get("exit_code")) is not int or rc["exit_code"] != 0:
+        return "error", "runtime:exit-code"
+    return None
+
+
+class StdioChecker:
+    """The checker of each stdio test: the case's `checker`, else the task's; a program checker
+    (python, testlib) is the task's judge/<checker_program>, prepared once per compare."""
+
+    def __init__(self, a: argparse.Namespace) -> None:
+        self.default = getattr(a, "checker", None) or "lines"
+        self.rel_tol, self.abs_tol = a.rel_tol, a.abs_tol
+        self.timeout = float(getattr(a, "checker_timeout", None) or 10.0)
+        program = getattr(a, "checker_program", None)
+        self.program = os.path.join("/judge", program) if program else None
+        self.programs: dict[str, Any] = {}
+
+    def __call__(self, case: dict[str, Any], output: bytes) -> tuple[bool, str | None, str]:
+        name = case.get("checker") or self.default
+        answer = case["expected"]["stdout"].encode("utf-8")
+        if name in checkers.PROGRAM_CHECKERS:
+            if self.program is None:
+                return False, checkers.FAILED, name
+            run = self.programs.get(name)
+            if run is None:
+                run = self.programs[name] = checkers.ProgramChecker(name, self.program)
+            given = case["input"]["stdin"].encode("utf-8")
+            ok, why, _points = run(given, output, answer, self.timeout)
+            if run.error:
+                sys.stderr.write(f"judge: {name} checker, case {case['id'][:40]!r}: ")
+                sys.stderr.write(run.error[:2000] + "\n")
+            return ok, why, name
+        rel = case.get("rel_tol", self.rel_tol)
+        abs_ = case.get("abs_tol", self.abs_tol)
+        ok, why = checkers.check(name, output, answer, abs_tol=abs_, rel_tol=rel)
+        return ok, why, name
 
 
 def cmd_compare(a: argparse.Namespace) -> None:
@@ -430,8 +530,23 @@ def cmd_compare(a: argparse.Namespace) -> None:
         by_id = {}
         reasons.append("runner:invalid-output")
         sys.stderr.write(f"judge: runner output rejected: {exc}\n")
-    compare = Comparator(a)
+    stdio = a.kind == "stdio"
+    compare = None if stdio else Comparator(a)
+    check_stdio = StdioChecker(a) if stdio else None
     for index, case in enumerate(cases):
+        if check_stdio is not None:
+            entry = _stdio_case(a, case, by_id.get(case["id"]), index, check_stdio)
+            output = entry.pop("_stdout", None)
+            if "reason" in entry:
+                reasons.append(entry["reason"])
+            if output is not None and a.diagnostics == "owner" and len(diagnostics) < DIAG_CASES:
+                explained, size = _stdio_diagnostic(case, output, entry["reason"])
+                if explained is not None and diag_bytes + size < DIAG_BYTES:
+                    diagnostics.append(explained)
+                    diag_bytes += size
+            report.append(entry)
+            continue
+        assert compare is not None
         rc = by_id.get(case["id"])
         duration = 0.0
         if rc is None:
@@ -482,6 +597,53 @@ def cmd_compare(a: argparse.Namespace) -> None:
     json.dump(out, sys.stdout)
 
 
+def _stdio_case(
+    a: argparse.Namespace,
+    case: dict[str, Any],
+    rc: dict[str, Any] | None,
+    index: int,
+    check: StdioChecker,
+) -> dict[str, Any]:
+    """The report entry of one stdio test: id, status, duration_s, and reason when it did not
+    pass, checker when a checker decided it. `_stdout` (popped by the caller) is the output a
+    failed check saw, for the owner's diagnostics."""
+    if rc is None:
+        return {"id": case["id"], "status": "error", "duration_s": 0.0,
+                "reason": "runner:missing-case"}  # fmt: skip
+    entry: dict[str, Any] = {"id": case["id"], "duration_s": float(rc.get("duration_s") or 0.0)}
+    failure = stdio_runner_failure(rc)
+    if failure is not None:
+        entry["status"], entry["reason"] = failure
+        return entry
+    try:
+        output = actual_value("stdio", rc, index, a.output_cap)
+    except (Invalid, ValueError, KeyError, TypeError):
+        entry["status"], entry["reason"] = "error", "candidate:invalid-output"
+        return entry
+    ok, why, name = check(case, output)
+    entry["checker"] = name
+    if ok:
+        entry["status"] = "pass"
+    else:  # a checker that failed is the task's error, not a wrong answer: fails closed
+        entry["status"] = "error" if why == checkers.FAILED else "fail"
+        entry["reason"] = why
+        entry["_stdout"] = output
+    return entry
+
+
+def _stdio_diagnostic(
+    case: dict[str, Any], output: bytes, reason: str
+) -> tuple[dict[str, Any] | None, int]:
+    """A failed stdio test explained as text (the output decoded with replacement), and its
+    size as JSON; (None, 0) when it cannot be built: an explanation never changes a status."""
+    try:
+        shown = output[: DIAG_CHARS * 8].decode("utf-8", errors="replace")
+        d = diagnose({**case, "expected": case["expected"]["stdout"]}, shown, reason)
+        return d, len(json.dumps(d))
+    except Exception:
+        return None, 0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -502,6 +664,9 @@ def main() -> None:
     c.add_argument("--diagnostics", choices=("none", "owner"), default="none")
     c.add_argument("--cases")
     c.add_argument("--custom-file", action="store_true")
+    c.add_argument("--checker", choices=STDIO_CHECKERS, default="lines")  # stdio only
+    c.add_argument("--checker-program")  # stdio: a path inside /judge
+    c.add_argument("--checker-timeout", type=float, default=10.0)
     a = ap.parse_args()
     # Deep enough for MAX_DEPTH values (a $dict level is 3 JSON levels), and no deeper.
     sys.setrecursionlimit(1000)

@@ -16,7 +16,9 @@ import base64
 import importlib.util
 import io
 import json
+import math
 import os
+import resource
 import selectors
 import shutil
 import signal
@@ -351,6 +353,32 @@ def run_one(
     return status, proc.returncode if status == "ok" else None, outs, limit, seconds
 
 
+def cpu_capped(become: Any, seconds: float) -> Any:
+    """`become`, then RLIMIT_CPU: SIGXCPU at `seconds` of CPU, SIGKILL a second later (a
+    process that ignores SIGXCPU)."""
+    soft = max(1, math.ceil(seconds))
+
+    def capped() -> None:
+        become()
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+
+    return capped
+
+
+def children_cpu() -> float:
+    """CPU seconds of every child the runner has reaped (its cases' processes)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def over_cpu(code: int | None, used: float, seconds: float) -> bool:
+    """The case's process was ended by its CPU limit, or spent more CPU than it allows (the
+    limit's granularity is a second, so a process may finish over it: it still failed it)."""
+    if code is not None and code in (-signal.SIGXCPU, -signal.SIGKILL) and used >= seconds * 0.95:
+        return True
+    return used > seconds
+
+
 def case_env() -> dict[str, str]:
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
 
@@ -364,13 +392,14 @@ def main() -> None:
     import argparse
 
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kind", required=True, choices=["function", "cli", "transform"])
+    ap.add_argument("--kind", required=True, choices=["function", "cli", "transform", "stdio"])
     ap.add_argument("--entry")
     ap.add_argument("--command-json")
     ap.add_argument("--case-timeout", type=float, required=True)
     ap.add_argument("--output-cap", type=int, required=True)
     ap.add_argument("--cases", default="/inputs/cases.json")
     ap.add_argument("--spawn", choices=["fork", "exec"], default="exec")
+    ap.add_argument("--cpu-seconds", type=float)
     a = ap.parse_args()
     if b"init" not in open("/proc/1/cmdline", "rb").read():
         # kill_others() kills every process it may: only sane inside a container's own
@@ -414,6 +443,8 @@ def main() -> None:
             if a.kind == "cli":
                 argv += [str(x) for x in payload.get("args", [])]
                 stdin = payload.get("stdin", "").encode()
+            elif a.kind == "stdio":
+                stdin = payload["stdin"].encode()
             else:
                 indir, outdir = "/tmp/in", f"/output/{index}"
                 for fresh in (indir, outdir):  # an earlier case may have planted anything here
@@ -426,10 +457,16 @@ def main() -> None:
                     with open(os.path.join(indir, name), "w", encoding="utf-8") as fh:
                         fh.write(text)
                 argv += [indir, outdir]
+        become = confine.become_candidate
+        if a.cpu_seconds is not None:
+            become = cpu_capped(become, a.cpu_seconds)
+        cpu_before = children_cpu()
         status, code, outs, limit, secs = run_one(
             argv, stdin, cwd, a.case_timeout, a.output_cap, result_pipe, case_env(),
-            (call, a.entry) if call is not None else None, confine.become_candidate,
+            (call, a.entry) if call is not None else None, become,
         )  # fmt: skip
+        if a.cpu_seconds is not None and over_cpu(code, children_cpu() - cpu_before, a.cpu_seconds):
+            status, code, limit = "limit", None, "cpu"
         packed = b""
         if a.kind == "transform":
             # Captured now, while no candidate process lives, so no later case can touch
@@ -452,15 +489,24 @@ def main() -> None:
             status = "crash"
         if dirty:
             status, limit = "residue", ",".join(dirty)
+        signum: int | None = None
+        if a.kind == "stdio" and code is not None and code < 0:
+            # A stdio program a signal ended: the signal apart, never read as an exit code.
+            signum, code = -code, None
         results.append(
             {
                 "id": case["id"],
+                "signal": signum,
                 "status": status,
                 "limit": limit,
                 "exit_code": code,
                 "duration_s": round(secs, 6),
                 "output_b64": base64.b64encode(
-                    {"function": outs["result"], "cli": outs["stdout"]}.get(a.kind, packed)
+                    {
+                        "function": outs["result"],
+                        "cli": outs["stdout"],
+                        "stdio": outs["stdout"],
+                    }.get(a.kind, packed)
                 ).decode(),
             }
         )

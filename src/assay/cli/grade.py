@@ -41,7 +41,9 @@ def _summary(console: Console, v: assay.Verdict, out: Path) -> None:
         f"cases={n_pass}/{v.expected_case_count} grading={v.grading_id}"
     )
     for c in v.cases:
-        console.print(f"  {c.status:8} {c.id}  ({c.duration_s:.3f}s)", markup=False)
+        how = "  ".join(x for x in (c.reason, c.checker and f"checker {c.checker}") if x)
+        line = f"  {c.status:8} {c.id}  ({c.duration_s:.3f}s)" + (f"  {how}" if how else "")
+        console.print(line, markup=False)
     if v.reason_codes:
         console.print("  reasons: " + ", ".join(v.reason_codes), markup=False)
     if v.notes:

@@ -11,8 +11,16 @@ from typing import TypeVar
 
 import click
 
+from assay._internal.importers import apps, codecontests, livecodebench
 from assay._internal.importers.harbor import Result, import_tree
 from assay._internal.importers.humaneval import Converted, import_humaneval
+from assay._internal.importers.stdio_task import (
+    Outcome,
+    extra_solutions,
+    outcome_counts,
+    read_rows,
+    run_import,
+)
 
 from .common import exit_codes
 
@@ -126,3 +134,69 @@ def survey_table(results: list[Result]) -> str:
     rows += [f"  refused by {field}: {n}" for field, n in refused.most_common()]
     rows += [f"  note on {field}: {n}" for field, n in noted.most_common()]
     return "\n".join(rows)
+
+
+DATASETS: dict[str, tuple[str, Callable[..., object]]] = {
+    "apps": ("APPS (hendrycks/apps, codeparrot/apps) or verl ground_truth rows",
+             apps.convert_apps),
+    "taco": ("TACO (BAAI/TACO) or verl ground_truth rows", apps.convert_taco),
+    "codecontests": ("CodeContests (deepmind/code_contests)", codecontests.convert),
+    "livecodebench": ("LiveCodeBench code_generation rows", livecodebench.convert),
+}  # fmt: skip
+
+
+def dataset_command(name: str) -> None:
+    what, convert = DATASETS[name]
+
+    @import_cmd.command(
+        name,
+        help=f"""{what} as strict-tier tasks, one per row of ROWS (JSONL,
+    one row per line, or a .json list; read locally, nothing is downloaded).
+
+    A row without a function name becomes a `stdio` task (judge/tests.json); an APPS/TACO row
+    with fn_name a `function` task. A row that cannot become a task (bad JSON, a field of the
+    wrong type, over a size cap, an unsafe id, a refused pickle...) is listed with its reason
+    and the import goes on. Exit 0 when every row was written (or, with --report, could be),
+    1 when some were not, 2 on usage errors.""",
+    )
+    @click.argument("rows", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+    @out_option
+    @click.option(
+        "--limit", type=click.IntRange(min=1), default=None, help="Import the first N rows only."
+    )
+    @click.option(
+        "--report", is_flag=True, help="Write nothing: check every row and print the counts."
+    )
+    @click.option("--solutions", "solutions_file",
+                  type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+                  help="JSON {task id: {name: {language, source}}}: more solutions to add "
+                  "(e.g. known-wrong ones) as solutions/<name>/.")  # fmt: skip
+    def cmd(
+        rows: Path, out: Path, limit: int | None, report: bool, solutions_file: Path | None
+    ) -> None:
+        with exit_codes():
+            extra = extra_solutions(solutions_file)
+            outcomes = run_import(name, read_rows(rows, limit), convert, None if report else out,
+                                  extra)  # fmt: skip
+        print_outcomes(outcomes)
+        ok = sum(o.status != "refused" for o in outcomes)
+        if report:
+            if ok != len(outcomes):
+                sys.exit(1)
+            return
+        summary(ok, len(outcomes), out)
+
+
+def print_outcomes(outcomes: list[Outcome]) -> None:
+    for o in outcomes:
+        if o.status == "refused":
+            click.echo(f"row {o.row} ({o.task_id or 'no id'}): not converted: {o.reason}",
+                       err=True)  # fmt: skip
+    counts = outcome_counts(outcomes)
+    click.echo(f"rows      {len(outcomes)}")
+    for key, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        click.echo(f"  {key}: {n}")
+
+
+for _name in DATASETS:
+    dataset_command(_name)

@@ -13,7 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 import docker.errors
 import requests.exceptions
@@ -65,7 +65,8 @@ def _task_path(task: Task) -> str:
     return str(task.root / "task.toml")
 
 
-def _get(client: Any, ref: str) -> Any | None:
+def get_image(client: Any, ref: str) -> Any | None:
+    """The engine's image named `ref`, or None when it has none (never pulled)."""
     try:
         return client.images.get(ref)
     except docker.errors.ImageNotFound:
@@ -97,7 +98,7 @@ def ensure_environment(
     if env is None or ref is None:
         return None
     if env.image is not None:
-        image = _get(client, ref)
+        image = get_image(client, ref)
         if image is None:
             raise TaskEnvironmentError(
                 _task_path(task),
@@ -108,7 +109,7 @@ def ensure_environment(
         _check_runner(client, task, image.id)
         return EnvImage(ref, image.id, _workdir(task, image), built=False)
     bases = _bases(client, task)
-    image = _get(client, ref)
+    image = get_image(client, ref)
     if image is not None and _labels(image).get(BASES_LABEL) == bases:
         return EnvImage(ref, image.id, _workdir(task, image), built=False)
     if not build:
@@ -147,19 +148,23 @@ def _bases(client: Any, task: Task) -> str:
         needed = base_images(path.read_text(encoding="utf-8"))
     except (DockerfileError, UnicodeDecodeError) as exc:
         raise TaskEnvironmentError(str(path), str(exc)) from None
-    ids: list[str] = []
-    for base in needed:
-        image = _get(client, base.ref)
-        if image is None:
-            raise TaskEnvironmentError(
-                str(path),
-                f"line {base.line}: base image {base.ref!r} is not on this Docker engine, "
-                "and assay never pulls",
-                fix="build or load it locally first (assay's own base: `bash scripts/setup.sh`"
-                " builds assay-base:latest)",
-            )
-        ids.append(f"{base.ref}={image.id}")
-    return ",".join(ids)
+    return ",".join(
+        f"{base.ref}={base_image_id(client, base.ref, str(path), f'line {base.line}: ')}"
+        for base in needed
+    )
+
+
+def base_image_id(client: Any, ref: str, path: str, where: str = "") -> str:
+    """The id of the base image `ref`, which must be on the engine (else exit 2 naming it)."""
+    image = get_image(client, ref)
+    if image is None:
+        raise TaskEnvironmentError(
+            path,
+            f"{where}base image {ref!r} is not on this Docker engine, and assay never pulls",
+            fix="build or load it locally first (assay's own base: `bash scripts/setup.sh`"
+            " builds assay-base:latest)",
+        )
+    return str(image.id)
 
 
 def _proxy_args() -> dict[str, str]:
@@ -173,50 +178,73 @@ def _build(
     assert env is not None and env.dockerfile is not None
     context_dir = task.build_context
     assert context_dir is not None
-    tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+    path = str(task.root / env.dockerfile)
     with tempfile.TemporaryFile() as tar:
         digest = write_context(task, tar)
         tar.seek(0)
-        labels = {
-            CONTEXT_LABEL: digest,
-            BASES_LABEL: bases,
-            TASK_LABEL: task.id,
-            OWNER_LABEL: this_owner(),
-        }
-        try:
-            stream = client.api.build(
-                fileobj=tar,
-                custom_context=True,
-                dockerfile=os.path.basename(env.dockerfile),
-                pull=False,
-                rm=True,
-                forcerm=True,
-                buildargs=_proxy_args(),
-                labels=labels,
-                decode=True,
-                timeout=BUILD_TIMEOUT_S,
-            )
-            image_id = _follow(stream, tail, progress)
-        except requests.exceptions.ConnectionError as exc:
-            raise EngineUnavailableError(f"lost the Docker engine while building {ref}") from exc
-        except docker.errors.APIError as exc:
-            tail.append(str(exc.explanation or exc)[:2000])
-            image_id = None
-    if image_id is None:
-        raise EnvironmentBuildError(
-            str(task.root / env.dockerfile),
-            f"the environment of task {task.id!r} failed to build",
-            "\n".join(tail),
+        image_id = build_image(
+            client,
+            ref,
+            tar,
+            os.path.basename(env.dockerfile),
+            {CONTEXT_LABEL: digest, BASES_LABEL: bases, TASK_LABEL: task.id},
+            progress,
+            failed=lambda tail: EnvironmentBuildError(
+                path, f"the environment of task {task.id!r} failed to build", tail
+            ),
         )
-    # Tagged only once python3 is known to run in it: a tag means a usable environment.
+    tag_checked(client, image_id, ref, lambda: _check_runner(client, task, image_id))
+    return image_id
+
+
+def build_image(
+    client: Any,
+    ref: str,
+    context: IO[bytes],
+    dockerfile: str,
+    labels: Mapping[str, str],
+    progress: Callable[[str], None] | None,
+    *,
+    failed: Callable[[str], EnvironmentBuildError],
+) -> str:
+    """Build the tar `context` with the engine (never pulling, the host's proxy settings passed
+    on, `labels` and the owner label set) and return the image's id, untagged. A failed build
+    raises `failed(the build log's last lines)`; a lost engine, `EngineUnavailableError`."""
+    tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
     try:
-        _check_runner(client, task, image_id)
+        stream = client.api.build(
+            fileobj=context,
+            custom_context=True,
+            dockerfile=dockerfile,
+            pull=False,
+            rm=True,
+            forcerm=True,
+            buildargs=_proxy_args(),
+            labels={**labels, OWNER_LABEL: this_owner()},
+            decode=True,
+            timeout=BUILD_TIMEOUT_S,
+        )
+        image_id = _follow(stream, tail, progress)
+    except requests.exceptions.ConnectionError as exc:
+        raise EngineUnavailableError(f"lost the Docker engine while building {ref}") from exc
+    except docker.errors.APIError as exc:
+        tail.append(str(exc.explanation or exc)[:2000])
+        image_id = None
+    if image_id is None:
+        raise failed("\n".join(tail))
+    return image_id
+
+
+def tag_checked(client: Any, image_id: str, ref: str, check: Callable[[], None]) -> None:
+    """Tag the built image as `ref` once `check` passes: a tag means a usable image. An image
+    `check` refuses (`TaskEnvironmentError`) is removed, untagged."""
+    try:
+        check()
     except TaskEnvironmentError:
         _forget(client, image_id)
         raise
     repo, tag = ref.split(":", 1)
     client.images.get(image_id).tag(repo, tag)
-    return image_id
 
 
 def _forget(client: Any, image_id: str) -> None:
@@ -279,14 +307,35 @@ def _check_runner(client: Any, task: Task, image_id: str) -> None:
     needs_pytest = task.config.kind == "pytest"
     if (image_id, needs_pytest) in _checked:
         return
-    status = _python_status(client, image_id, PYTHON_CHECK[needs_pytest])
-    if status != 0:
-        what = "python3 >= 3.11 with pytest" if needs_pytest else "python3 >= 3.11"
-        raise TaskEnvironmentError(
-            _task_path(task),
-            f"the environment image lacks {what} ({status}): assay's in-container runner needs it",
-            fix="install python3 in the Dockerfile (Debian: `apt-get install -y python3`"
-            + (" python3-pytest" if needs_pytest else "")
-            + "), or start FROM assay-base:latest",
-        )
+    check_image(
+        client,
+        image_id,
+        PYTHON_CHECK[needs_pytest],
+        path=_task_path(task),
+        what="python3 >= 3.11 with pytest" if needs_pytest else "python3 >= 3.11",
+        fix="install python3 in the Dockerfile (Debian: `apt-get install -y python3`"
+        + (" python3-pytest" if needs_pytest else "")
+        + "), or start FROM assay-base:latest",
+    )
     _checked.add((image_id, needs_pytest))
+
+
+def check_image(
+    client: Any,
+    image_id: str,
+    code: str,
+    *,
+    path: str,
+    what: str,
+    fix: str,
+    kind: str = "environment",
+) -> None:
+    """`python3 -c code` must exit 0 in the image (hardened and offline), or the image is
+    refused: `TaskEnvironmentError` saying that the `kind` image lacks `what`."""
+    status = _python_status(client, image_id, code)
+    if status != 0:
+        raise TaskEnvironmentError(
+            path,
+            f"the {kind} image lacks {what} ({status}): assay's in-container runner needs it",
+            fix=fix,
+        )

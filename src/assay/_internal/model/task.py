@@ -9,16 +9,17 @@ import os
 import re
 import tomllib
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from assay.errors import TaskEnvironmentError, TaskError
 
+from .languages import ALL_LANGUAGES, LANGUAGES
 from .testpatch import read_test_patch, under_test_dirs
 
-Kind = Literal["function", "cli", "transform", "pytest", "harbor"]
-STRICT_KINDS: frozenset[str] = frozenset({"function", "cli", "transform"})
+Kind = Literal["function", "cli", "transform", "stdio", "pytest", "harbor"]
+STRICT_KINDS: frozenset[str] = frozenset({"function", "cli", "transform", "stdio"})
 
 
 class _Strict(BaseModel):
@@ -33,17 +34,69 @@ class TaskLimits(_Strict):
     pids: int = Field(128, ge=8, le=4096)
     cpus: float = Field(1.0, gt=0, le=64)
     output_bytes: int = Field(1 << 20, ge=1, le=1 << 30)
+    cpu_seconds: float | None = Field(None, gt=0, le=600)
+    """CPU seconds of one case's process (`stdio`; default: case_timeout)."""
     artifact_bytes: int = Field(64 << 20, ge=1, le=4 << 30)
     artifact_entries: int = Field(10_000, ge=1, le=1_000_000)
     """The most members a submission's archive may have, and a repository task's repository."""
 
 
 class FunctionSpec(_Strict):
-    entry: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$")
+    entry: str = Field(
+        pattern=r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$"
+    )
+    """`module:function`, or `module:Class.method` (called on a fresh `Class()` per case)."""
 
 
 class CommandSpec(_Strict):
     command: list[str] = Field(min_length=1)
+
+
+Checker = Literal[
+    "exact", "lines", "tokens", "numbers", "tokens-ci", "unordered-lines", "python", "testlib"
+]
+PROGRAM_CHECKERS = frozenset({"python", "testlib"})
+
+
+class StdioSpec(_Strict):
+    """A program read from one source file in one of `languages`, run once per test on its
+    stdin; its stdout is decided by `checker` in the judge (docs/stdio.md)."""
+
+    languages: list[str] = Field(default_factory=lambda: list(ALL_LANGUAGES), min_length=1)
+    checker: Checker = "lines"
+    abs_tol: float | None = Field(None, ge=0, allow_inf_nan=False)
+    rel_tol: float | None = Field(None, ge=0, allow_inf_nan=False)
+    checker_program: str | None = None
+    """A path under judge/: the `python` checker module or the `testlib` checker."""
+    compile_timeout: float = Field(60.0, gt=0, le=600)
+    compile_memory_mb: int = Field(1024, ge=64, le=16384)
+
+    @model_validator(mode="after")
+    def _check(self) -> StdioSpec:
+        if unknown := sorted(set(self.languages) - set(ALL_LANGUAGES)):
+            raise ValueError(
+                f"unknown language {unknown[0][:40]!r} (known: {', '.join(ALL_LANGUAGES)})"
+            )
+        if len(set(self.languages)) != len(self.languages):
+            raise ValueError("stdio.languages names a language twice")
+        if self.checker in PROGRAM_CHECKERS and self.checker_program is None:
+            raise ValueError(f"checker = {self.checker!r} needs stdio.checker_program")
+        if self.checker_program is not None:
+            path = PurePosixPath(self.checker_program)
+            if path.is_absolute() or ".." in path.parts or not path.parts:
+                raise ValueError("stdio.checker_program must be a relative path under judge/")
+        return self
+
+    @property
+    def tolerances(self) -> tuple[float, float]:
+        """(rel_tol, abs_tol) of the `numbers` checker."""
+        rel = DEFAULT_TOL if self.rel_tol is None else self.rel_tol
+        return rel, DEFAULT_TOL if self.abs_tol is None else self.abs_tol
+
+    @property
+    def sources(self) -> list[str]:
+        """The source file names a submission may consist of (one of them)."""
+        return [LANGUAGES[name].source for name in self.languages]
 
 
 Comparator = Literal["exact", "equal", "truthy", "falsy", "float", "unordered", "custom"]
@@ -211,14 +264,47 @@ class TaskConfig(_Strict):
     function: FunctionSpec | None = None
     cli: CommandSpec | None = None
     transform: CommandSpec | None = None
+    stdio: StdioSpec | None = None
     judge: JudgeSpec | None = None
     pytest: PytestSpec | None = None
     harbor: HarborSpec | None = None
     environment: EnvironmentSpec | None = None
 
+    @property
+    def has_program_checker(self) -> bool:
+        """Whether a case may name a checker program: a custom comparator (`judge.custom`),
+        or a `stdio` task's `checker_program` (what the judge's `--custom-file` says)."""
+        if self.stdio is not None:
+            return self.stdio.checker_program is not None
+        return self.judge is not None and self.judge.custom is not None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stdio_artifacts(cls, data: Any) -> Any:
+        """A `stdio` submission is one source file named by its language: the artifacts are
+        those names, derived here, never declared (a declared glob could take more)."""
+        if not isinstance(data, dict) or data.get("kind") != "stdio":
+            return data
+        if "artifacts" in data:
+            raise ValueError(
+                "kind 'stdio' takes no artifacts: the submission is one source file named by "
+                "its language (main.py, main.cpp, Main.java...)"
+            )
+        section = data.get("stdio")
+        section = {} if section is None else section
+        names = section.get("languages", ALL_LANGUAGES) if isinstance(section, dict) else ()
+        # A bad section is reported by its own validation below, at its own location.
+        sources = [LANGUAGES[n].source for n in names if isinstance(n, str) and n in LANGUAGES]
+        return {**data, "stdio": section, "artifacts": sources or ["main.py"]}
+
     @model_validator(mode="after")
     def _kind_section(self) -> TaskConfig:
-        sections = {"function": self.function, "cli": self.cli, "transform": self.transform}
+        sections = {
+            "function": self.function,
+            "cli": self.cli,
+            "transform": self.transform,
+            "stdio": self.stdio,
+        }
         for name, value in sections.items():
             if (name == self.kind) != (value is not None):
                 raise ValueError(f"[{name}] is required for kind {name!r} and only for it")
@@ -342,6 +428,8 @@ def load_task(path: Path | str) -> Task:
     )
     if config.pytest:
         judge_files += [config.pytest.truth, config.pytest.test_patch]
+    if config.stdio:
+        judge_files.append(config.stdio.checker_program)
     if config.environment is not None and config.environment.dockerfile is not None:
         _check_dockerfile_file(root, toml_path, config.environment.dockerfile)
     for rel in filter(None, judge_files):
@@ -377,7 +465,7 @@ def check_case_file(path: Path, config: TaskConfig) -> None:
 
     assert config.judge is not None
     try:
-        judge.load_case_file(str(path), config.judge.custom is not None, config.kind)
+        judge.load_case_file(str(path), config.has_program_checker, config.kind)
     except judge.BadCase as exc:
         raise TaskError(str(path), str(exc)) from None
     except OSError as exc:
@@ -391,7 +479,7 @@ def case_file_inputs(path: Path, config: TaskConfig) -> bytes:
 
     assert config.judge is not None
     try:
-        cases = judge.load_case_file(str(path), config.judge.custom is not None, config.kind)
+        cases = judge.load_case_file(str(path), config.has_program_checker, config.kind)
     except judge.BadCase as exc:
         raise TaskError(str(path), str(exc)) from None
     except OSError as exc:

@@ -11,9 +11,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from assay._version import __version__
 
@@ -49,6 +57,8 @@ UNSAFE_TIERS: frozenset[Tier] = frozenset({"t0", "t1"})
 COMPAT_CLASS_TIERS: frozenset[Tier] = frozenset({"t2", "harbor"})
 """Tiers where candidate code runs beside the tests (docs/compat.md lists what that leaves open)."""
 CaseStatus = Literal["pass", "fail", "error", "timeout", "limit"]
+CheckerName = Annotated[str, Field(max_length=32, pattern=r"^[a-z][a-z0-9-]*$")]
+_OPTIONAL_CASE_FIELDS = frozenset({"checker", "reason"})
 
 
 def _check_timestamp(value: str) -> str:
@@ -71,6 +81,17 @@ class CaseResult(BaseModel):
     id: Printable
     status: CaseStatus
     duration_s: Seconds
+    checker: CheckerName | None = None
+    """The checker that decided this case (`stdio` tasks: "tokens", "numbers", "testlib"...)."""
+    reason: ReasonCode | None = None
+    """Why this case did not pass (`stdio` tasks), one of the verdict's reason codes."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A case of a kind without checkers keeps exactly the fields it always had, so its
+        # signed bytes are what they were before these fields existed.
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None or k not in _OPTIONAL_CASE_FIELDS}
 
 
 def is_failing_reason(code: str) -> bool:

@@ -57,8 +57,8 @@ EXCLUSIVE_CLASS = "V11"  # resource exhaustion: one at a time, so it cannot star
 LISTENER_CAP = 1 << 20
 # Which reason namespace best says what stopped an attack, when a verdict carries several.
 _STOP_ORDER = (
-    "policy", "firewall", "harbor", "limit", "candidate", "junit", "pytest", "compare", "judge",
-    "cases",
+    "policy", "firewall", "harbor", "limit", "submission", "compile", "runtime", "candidate",
+    "junit", "pytest", "compare", "checker", "judge", "cases",
 )  # fmt: skip
 
 
@@ -90,6 +90,8 @@ CONTROLS = (
     Control("add-correct", "add", "solutions/correct", True),
     Control("add-wrong", "add", "solutions/wrong", False),
     Control("canary-honest", "canary", "attempts/honest", False),
+    # The stdio attacks' task (T3) and its lenient pytest twin (T0-T2): a right sort passes both.
+    Control("stdio-sort-correct", "stdio-sort", "solutions/correct", True),
     # Harbor tasks (T0, T1 and the harbor tier): their environment images are built first.
     Control("greet-harbor-correct", "greet-harbor", "solutions/correct", True),
     Control("greet-harbor-wrong", "greet-harbor", "solutions/wrong", False),

@@ -21,6 +21,7 @@ from assay.errors import (
 )
 
 from ...model.envcontext import environment_ref
+from ...model.languages import language_image
 from ...model.task import Task, vcs_history
 from ...model.verdict import ControllerFacts, Tier, Verdict, error_verdict
 from ...runtime import GradingScope, Runtime
@@ -73,18 +74,35 @@ def task_image(rt: Runtime, task: Task, base_image: str) -> str:
     on the engine already (`assay build`, or the Grader's build on first use), else
     `base_image`. The judge of a strict task always runs `base_image`: it never runs task code."""
     ref = environment_ref(task)
+    if ref is None and task.config.stdio is not None:
+        # The agent of a program task gets its first language's toolchain; the candidate runs
+        # the image of the language it submitted (strict/program.py).
+        return language_image_of(rt, task, task.config.stdio.languages[0], base_image)
     if ref is None:
         return base_image
+    env = task.environment
+    how = "load it locally" if env is not None and env.image else f"assay build {task.root}"
+    _require_image(rt, task, ref, how)
+    return ref
+
+
+def _require_image(rt: Runtime, task: Task, ref: str, fix: str) -> None:
+    """Raises TaskEnvironmentError (exit 2) naming `fix` when `ref` is not on the engine."""
     try:
         rt.image_digest(ref)
     except ImageMissingError:
-        env = task.environment
-        how = "load it locally" if env is not None and env.image else f"assay build {task.root}"
         raise TaskEnvironmentError(
             str(task.root / "task.toml"),
-            f"the environment image {ref} of task {task.id!r} is not on this Docker engine",
-            fix=how,
+            f"the image {ref} of task {task.id!r} is not on this Docker engine",
+            fix=fix,
         ) from None
+
+
+def language_image_of(rt: Runtime, task: Task, name: str, base_image: str) -> str:
+    """The image `name`'s programs build and run in, which must be on the engine already."""
+    ref = language_image(name, base_image)
+    if ref != base_image:
+        _require_image(rt, task, ref, f"assay build --languages {name}")
     return ref
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...firewall.check import FirewallLimits
 from ...firewall.materialise import read_materialised
-from ...model.diagnostics import Judged
+from ...model.diagnostics import CaseDiagnostic, Diagnostics, Judged
 from ...model.strict_json import StrictJSONError, loads_strict
 from ...model.task import Task
 from ...runtime import (
@@ -41,6 +41,7 @@ from ..core.paths import INCONTAINER
 from .fixedcases import INPUTS
 from .judge_report import INVALID_OUTPUT, verdict_from_judge
 from .judgespec import HANDOFF, judge_spec
+from .program import NotBuilt, Program, build_program, judge_image_of
 
 if TYPE_CHECKING:
     from .judgepool import JudgePool
@@ -72,7 +73,10 @@ SPAWN = "fork"
 new interpreter (kept for A/B measurement: scripts/bench_ab.py)."""
 
 
-def runner_argv(task: Task, spawn: str | None = None) -> tuple[str, ...]:
+def runner_argv(
+    task: Task, spawn: str | None = None, command: tuple[str, ...] | None = None
+) -> tuple[str, ...]:
+    """`command`: a `stdio` program's run argv (its language's)."""
     c = task.config
     argv = [
         "python3", "-I", "/assay/runner.py", "--kind", c.kind,
@@ -84,23 +88,34 @@ def runner_argv(task: Task, spawn: str | None = None) -> tuple[str, ...]:
     spec = c.cli or c.transform
     if spec is not None:
         argv += ["--command-json", json.dumps(spec.command)]
+    if c.stdio is not None:
+        assert command is not None
+        cpu = c.limits.cpu_seconds or c.limits.case_timeout
+        argv += ["--command-json", json.dumps(list(command)), "--cpu-seconds", repr(cpu)]
     return tuple(argv)
 
 
 def compare_argv(task: Task, runner_output: str = "/exchange/runner.json") -> tuple[str, ...]:
     j = task.config.judge
     assert j is not None
+    st = task.config.stdio
+    rel, abs_ = st.tolerances if st is not None else j.tolerances  # `numbers` or `float`
     argv = [
         "python3", "-I", "/assay/judge.py", "compare", "--kind", task.config.kind,
-        "--comparator", j.comparator,
-        "--rel-tol", repr(j.tolerances[0]), "--abs-tol", repr(j.tolerances[1]),
+        "--comparator", j.comparator, "--rel-tol", repr(rel), "--abs-tol", repr(abs_),
         "--output-cap", str(task.config.limits.output_bytes),
         "--runner-output", runner_output, "--diagnostics", j.diagnostics,
     ]  # fmt: skip
     if j.custom:
         argv += ["--custom", j.custom]
+    if st is not None:
+        argv += ["--checker", st.checker]
+        if st.checker_program:
+            argv += ["--checker-program", st.checker_program]
     if j.cases:  # expected values read from the task's file, not from prepare's /state
-        argv += ["--cases", j.cases] + (["--custom-file"] if j.custom else [])
+        argv += ["--cases", j.cases] + (
+            ["--custom-file"] if task.config.has_program_checker else []
+        )
     return tuple(argv)
 
 
@@ -108,7 +123,7 @@ def prepare_argv(task: Task, seed: str) -> tuple[str, ...]:
     j = task.config.judge
     assert j is not None
     src = ["--cases", j.cases] if j.cases else ["--generator", str(j.generator)]
-    if j.custom:
+    if task.config.has_program_checker:
         src.append("--custom-file")
     return ("python3", "-I", "/assay/judge.py", "prepare", "--seed", seed,
             "--kind", task.config.kind, *src)  # fmt: skip
@@ -198,20 +213,23 @@ def grade_strict(
         # prepare (fixedcases.py); a generator runs in the judge with this grading's seed.
         fixed = INPUTS.inputs(task)
 
+        # A testlib checker given as C++ is compiled by the judge, which then needs g++.
+        judge_image = judge_image_of(rt, task, image)
+
         def start_judge() -> tuple[str, ExecResult | None, Path | None]:
             with g.timed("judge_prepare"):
                 argv = None if fixed is not None else prepare_argv(task, seed)
                 if judges is not None and judges.reusable(task):
                     lent = judges.acquire(
-                        task, image, g.gid, argv, lim.total_timeout, MAX_INPUTS_BYTES
+                        task, judge_image, g.gid, argv, lim.total_timeout, MAX_INPUTS_BYTES
                     )
-                    g.used("judge", image)  # the pool created it, not this grading's scope
+                    g.used("judge", judge_image)  # the pool created it, not this grading's scope
                     if lent.reused:
                         reasons.append("note:judge-reused")
                     return lent.cid, lent.prepare, None
                 handoff = scope.tempdir("handoff")
                 handoff.chmod(0o755)
-                judge = scope.container(judge_spec(task, image, g.gid, handoff))
+                judge = scope.container(judge_spec(task, judge_image, g.gid, handoff))
                 prep = None
                 if argv is not None:
                     prep = rt.exec(
@@ -223,13 +241,22 @@ def grade_strict(
         # container starts (docs/performance.md). They share nothing, and the candidate runs no
         # code until the runner is started, after its inputs are in place.
         cand: str | None = None
+        program: Program | NotBuilt | None = None
         with Background(start_judge) as judge_job:
             taken = g.take_submission(scope, source)
+            files, cand_image = None, g.task_image
             if not isinstance(taken, Refused):
+                files = taken.files
+                if task.config.stdio is not None:
+                    with g.timed("compile"):
+                        program = build_program(scope, task, taken, g.image)
+                    if isinstance(program, Program):
+                        files, cand_image = program.files, program.image
+                    else:
+                        files = None
+            if files is not None:
                 with g.timed("candidate_start"):
-                    cand = scope.container(
-                        candidate_spec(task, g.task_image, g.gid, taken.files, inputs)
-                    )
+                    cand = scope.container(candidate_spec(task, cand_image, g.gid, files, inputs))
         judge, prep, handoff = judge_job.result()
         if prep is not None and prep.exit_code != 0:
             # No candidate output exists yet, so nothing the submission did can explain this: it
@@ -249,12 +276,24 @@ def grade_strict(
             return Judged(g.fail("judge:invalid-inputs", [why]))
         if isinstance(taken, Refused):
             return Judged(g.fail(taken.reason))
+        if isinstance(program, NotBuilt):
+            failed = g.fail(program.reason)
+            if not program.detail or task.config.judge is None:
+                return Judged(failed)
+            if task.config.judge.diagnostics == "none":
+                return Judged(failed)
+            # The compiler's last lines, for the task's owner (the candidate's bytes, escaped).
+            explained = CaseDiagnostic(
+                id="compile", reason=program.reason, expected="", actual=program.detail
+            )
+            return Judged(failed, Diagnostics(grading_id=g.gid, cases=[explained]))
         assert cand is not None
+        command = program.language.run if isinstance(program, Program) else None
 
         with g.timed("candidate"):
             per_case = lim.output_bytes * 4 // 3 + 1024
             run = rt.exec(
-                cand, runner_argv(task),
+                cand, runner_argv(task, command=command),
                 deadline_s=min(lim.total_timeout, n_cases * lim.case_timeout + PHASE_SLACK_S),
                 output_cap=n_cases * per_case + 65536,
             )  # fmt: skip

@@ -1,0 +1,150 @@
+"""A `stdio` task's program: which language the submission is in, and its build.
+
+The compiler reads the candidate's source, so it runs on the untrusted side: a container of
+its own from the language's image, no network, the compile limits, and only its build
+directory comes back, through the archive firewall, to become the candidate's /candidate
+(docs/stdio.md). Nothing of the judge is ever in that container.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...firewall.materialise import read_materialised
+from ...model.languages import LANGUAGES, Language
+from ...model.task import Task
+from ...runtime import ContainerSpec, GradingScope, Limits, Runtime, Scratch
+from ...runtime.base import ceilings_hit
+from ..core.controller import language_image_of
+from ..core.intake import Crossing, Refused, Submission, firewall_limits, take_from_container
+
+BUILD_DIR = "/build"
+COMPILE_LOG_CAP = 64 << 10
+"""Compiler output kept (stdout and stderr together); past it the compile fails."""
+COMPILE_PIDS = 256
+
+
+@dataclass(frozen=True)
+class Program:
+    language: Language
+    image: str
+    files: Path
+    """What the candidate container binds at /candidate: the built program, or the source."""
+
+
+@dataclass(frozen=True)
+class NotBuilt:
+    """The submission has no program to run: the grading fails with `reason`."""
+
+    reason: str
+    detail: str = ""
+
+
+def submitted_language(task: Task, taken: Submission) -> Language | NotBuilt:
+    """The one language whose source file the submission holds. The firewall kept only the
+    task's source names, so anything else was never taken."""
+    spec = task.config.stdio
+    assert spec is not None
+    present = [
+        LANGUAGES[name]
+        for name in spec.languages
+        if any(
+            e.path == LANGUAGES[name].source and e.kind == "file" for e in taken.accepted.manifest
+        )
+    ]
+    if not present:
+        return NotBuilt("submission:no-source", ", ".join(spec.sources))
+    if len(present) > 1:
+        return NotBuilt("submission:ambiguous-language", ", ".join(p.source for p in present))
+    return present[0]
+
+
+CHECKER_SOURCES = (".cpp", ".cc", ".cxx")
+
+
+def judge_image_of(rt: Runtime, task: Task, base_image: str) -> str:
+    """The judge's image: the base image, or the C++ toolchain's when the task's checker is a
+    testlib C++ source the judge compiles (trusted task code, never the candidate's)."""
+    spec = task.config.stdio
+    if spec is None or not (spec.checker_program or "").endswith(CHECKER_SOURCES):
+        return base_image
+    return language_image_of(rt, task, "cpp", base_image)
+
+
+def compile_spec(task: Task, image: str, gid: str) -> ContainerSpec:
+    spec = task.config.stdio
+    assert spec is not None
+    lim = task.config.limits
+    return ContainerSpec(
+        image=image,
+        grading_id=gid,
+        role="compile",
+        scratch=(Scratch(BUILD_DIR, lim.artifact_bytes),),
+        limits=Limits(
+            memory_bytes=spec.compile_memory_mb * 2**20, pids=COMPILE_PIDS, cpus=lim.cpus
+        ),
+        workdir=BUILD_DIR,
+    )
+
+
+def source_tar(name: str, data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        info = tarfile.TarInfo(name)
+        info.size, info.mode, info.uid, info.gid = len(data), 0o644, 1000, 1000
+        tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def build_program(
+    scope: GradingScope, task: Task, taken: Submission, base_image: str
+) -> Program | NotBuilt:
+    """The submission's program, compiled if its language compiles. A compiler that fails,
+    overruns its time, memory or output, or leaves a build the firewall refuses, fails the
+    grading with a `compile:*` (or firewall) reason; the engine failing raises."""
+    lang = submitted_language(task, taken)
+    if isinstance(lang, NotBuilt):
+        return lang
+    image = language_image_of(scope.runtime, task, lang.name, base_image)
+    if lang.compile is None:
+        return Program(lang, image, taken.files)
+    spec = task.config.stdio
+    assert spec is not None
+    rt = scope.runtime
+    cid = scope.container(compile_spec(task, image, scope.grading_id))
+    try:
+        source = read_materialised(taken.files, lang.source)
+        rt.put_archive(cid, BUILD_DIR, source_tar(lang.source, source))
+        res = rt.exec(
+            cid,
+            lang.compile,
+            deadline_s=spec.compile_timeout,
+            output_cap=COMPILE_LOG_CAP,
+            env={"HOME": "/tmp", **dict(lang.env)},
+            workdir=BUILD_DIR,
+        )
+        hit = ceilings_hit(rt, cid)
+        if "memory" in hit:
+            return NotBuilt("compile:memory")
+        if res.timed_out:
+            return NotBuilt("compile:timeout")
+        if res.truncated:
+            return NotBuilt("compile:output")
+        if res.exited or res.exit_code != 0:
+            return NotBuilt("compile:error", _log_tail(res.stdout + res.stderr))
+        how = Crossing(firewall_limits(task), None, BUILD_DIR.strip("/"), "build")
+        built = take_from_container(scope, cid, BUILD_DIR, task.config.limits.artifact_bytes, how)
+    finally:
+        scope.discard(cid)
+    if isinstance(built, Refused):
+        return NotBuilt(built.reason, built.detail)
+    return Program(lang, image, built.files)
+
+
+def _log_tail(raw: bytes, cap: int = 2000) -> str:
+    """The compiler's last words, printable ASCII only (they are the candidate's bytes)."""
+    text = raw[-cap:].decode("utf-8", "replace")
+    return "".join(ch if 0x20 <= ord(ch) < 0x7F or ch == "\n" else "?" for ch in text)
