@@ -64,6 +64,9 @@ _QUOTE = re.compile(
 )
 
 
+STDIO = "stdio-"
+
+
 class Counts:
     """Per tier column of docs/matrix.md's "Every attack" table: how many cells say what."""
 
@@ -79,26 +82,42 @@ class Counts:
         self.classes = len({r[1] for r in body})
         self._body = body
 
-    def n(self, tier: str, outcome: str) -> int:
+    def n(self, tier: str, outcome: str, prefix: str = "") -> int:
+        """Cells of `tier` that say `outcome`, of the attacks whose id starts with `prefix`."""
         col = self.header.index(tier)
-        return sum(1 for r in self._body if r[col].removesuffix(" (!)") == outcome)
+        return sum(
+            1
+            for r in self._body
+            if r[col].removesuffix(" (!)") == outcome and r[0].strip("`").startswith(prefix)
+        )
+
+    def named(self, prefix: str) -> int:
+        return sum(1 for r in self._body if r[0].strip("`").startswith(prefix))
 
 
 def _claims(c: Counts) -> list[tuple[str, tuple[int, ...]]]:
     t3_all = c.n("T3 strict", "blocked") if c.n("T3 strict", "exploit") == 0 else -1
     hb, he = c.n("Harbor", "blocked"), c.n("Harbor", "exploit")
+    # The stdin/stdout attacks win on T2 through their task's own lenient tests, not ADR 0002's
+    # shared process: the documents count them apart.
+    t2, t2_stdio = c.n("T2 compat", "exploit"), c.n("T2 compat", "exploit", STDIO)
     return [
         (r"(\d+) attacks in (\d+) classes", (c.attacks, c.classes)),
         (
-            r"T2's (\d+) exploits are the five in-process attacks ADR 0002 names plus (\d+)",
-            (c.n("T2 compat", "exploit"), c.n("T2 compat", "exploit") - 5),
+            r"T2's (\d+) exploits are the five in-process attacks ADR 0002 names, (\d+) variants"
+            r" of the same cause \(`docs/compat.md`\), and (\d+) of the (\d+) stdin/stdout attacks",
+            (t2, t2 - 5 - t2_stdio, t2_stdio, c.named(STDIO)),
         ),
         (
             r"T2's (\d+) exploits in the proof matrix are (\d+) more attacks",
-            (c.n("T2 compat", "exploit"), c.n("T2 compat", "exploit") - 5),
+            (t2, t2 - 5 - t2_stdio),
         ),
+        (r"the (\d+) stdin/stdout attacks that win", (t2_stdio,)),
         (r"T3 blocks all (\d+) it grades", (t3_all,)),
-        (r"(\d+) attacks in the corpus win there", (c.n("T2 compat", "exploit"),)),
+        (
+            r"(\d+) attacks in the corpus win there by design \(ADR 0002\), and (\d+) more",
+            (t2 - t2_stdio, t2_stdio),
+        ),
         (r"The harbor tier blocks (\d+) of the (\d+) attacks on Harbor tasks", (hb, hb + he)),
         (r"(\d+) exploits? on the harbor tier", (he,)),
     ]
