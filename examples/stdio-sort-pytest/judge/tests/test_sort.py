@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 CASES = Path(__file__).parent / "cases"
-IDS = ['t1', 't2', 't3', 't4']
+IDS = ["t1", "t2", "t3", "t4"]
 TOL = 1e-6
 
 
@@ -56,7 +56,11 @@ def test_case(case):
     stdin = (CASES / f"{case}.in").read_text()
     main = program()
     proc = subprocess.run(
-        [sys.executable, str(main)], input=stdin, capture_output=True, text=True, timeout=10,
+        [sys.executable, str(main)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=10,
         cwd=main.parent,
     )
     assert proc.returncode == 0, proc.stderr[-500:]
