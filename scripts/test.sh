@@ -20,7 +20,7 @@ BIN="$ROOT/.venv/bin"
 WORKERS="${ASSAY_TEST_WORKERS:-2}"
 failed=()
 
-step() { printf '\n=== %s\n' "$*"; }
+step() { printf '\n=== %s (at %d s)\n' "$*" "$SECONDS"; }
 
 labelled() {
     # One line per leftover object, "<kind> <id>", across the three kinds the harness creates.
@@ -103,7 +103,7 @@ fi
 
 echo
 if [ "${#failed[@]}" -gt 0 ]; then
-    printf 'test.sh: FAILED: %s\n' "$(IFS=,; echo "${failed[*]}" | sed 's/,/, /g')" >&2
+    printf 'test.sh: FAILED after %d s: %s\n' "$SECONDS" "$(IFS=,; echo "${failed[*]}" | sed 's/,/, /g')" >&2
     exit 1
 fi
-echo "test.sh: all checks passed"
+echo "test.sh: all checks passed in $SECONDS s"

@@ -34,6 +34,8 @@ def test_the_inspect_example_eval_scores_and_signs_every_sample(
         "ASSAY_BASE_IMAGE": base_image,
         "INSPECT_LOG_DIR": str(tmp_path / "logs"),
         "NO_COLOR": "1",
+        # The default backend: this checks Inspect's scores and signatures, not the engine.
+        "ASSAY_RUNTIME": "runc",
     }
     done = subprocess.run(
         [str(BIN / "inspect"), "eval", "assay_eval.py", "--model", "mockllm/model"],

@@ -39,6 +39,7 @@ print("A" * 200000)
 def _env(tmp: Path) -> dict[str, str]:
     env = dict(os.environ, XDG_CONFIG_HOME=str(tmp / "config"))
     env.setdefault("ASSAY_BASE_IMAGE", "assay-base:latest")
+    env["ASSAY_RUNTIME"] = "runc"  # the default backend: these check the report, not the engine
     return env
 
 

@@ -127,7 +127,7 @@ def test_each_way_a_test_fails_has_its_own_reason(
     grader: assay.Grader, tmp_path: Path, reason: str
 ) -> None:
     # A busy loop is ended by its CPU seconds (RLIMIT_CPU), well before the wall limit.
-    wall = 20.0 if reason == "limit:cpu" else 2.0
+    wall = 12.0 if reason == "limit:cpu" else 2.0
     limits = {"case_timeout": wall, "cpu_seconds": 1.0, "memory_mb": 128, "output_bytes": 1 << 16}
     task = _task(tmp_path, ECHO, languages=["python3"], checker="lines", limits=limits)
     v = _grade(grader, task, {"main.py": PROGRAMS[reason]})
