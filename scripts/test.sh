@@ -7,7 +7,8 @@
 #
 # Every step runs even when an earlier one failed; the exit status is non-zero if any failed.
 # "No tests ran" (pytest exit 5) is a failure. ASSAY_TEST_WORKERS=N sets pytest-xdist workers
-# (default 2; 0 runs in one process).
+# (default 3: many tests wait on containers and deadlines, which a third worker fills on two
+# cores; 0 runs in one process).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,7 +18,7 @@ bash scripts/setup.sh
 # This is the whole suite: a leftover opt-out from an interactive shell must not shrink it.
 unset ASSAY_NO_DOCKER
 BIN="$ROOT/.venv/bin"
-WORKERS="${ASSAY_TEST_WORKERS:-2}"
+WORKERS="${ASSAY_TEST_WORKERS:-3}"
 failed=()
 
 step() { printf '\n=== %s (at %d s)\n' "$*" "$SECONDS"; }
