@@ -373,8 +373,13 @@ def children_cpu() -> float:
 
 def over_cpu(code: int | None, used: float, seconds: float) -> bool:
     """The case's process was ended by its CPU limit, or spent more CPU than it allows (the
-    limit's granularity is a second, so a process may finish over it: it still failed it)."""
-    if code is not None and code in (-signal.SIGXCPU, -signal.SIGKILL) and used >= seconds * 0.95:
+    limit's granularity is a second, so a process may finish over it: it still failed it).
+    SIGXCPU is the limit's own signal; the reaped CPU time (rusage) can read below the
+    kernel's count that sent it on a loaded machine, so it is not asked. A SIGKILL is the hard
+    limit only when the process had used its seconds (else the memory limit, or the runner)."""
+    if code == -signal.SIGXCPU:
+        return True
+    if code == -signal.SIGKILL and used >= seconds * 0.95:
         return True
     return used > seconds
 
