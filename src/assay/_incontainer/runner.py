@@ -405,6 +405,9 @@ def main() -> None:
     ap.add_argument("--cases", default="/inputs/cases.json")
     ap.add_argument("--spawn", choices=["fork", "exec"], default="exec")
     ap.add_argument("--cpu-seconds", type=float)
+    # Opt-in, for a caller that reads a program's stderr too (the sandbox's one run): each
+    # stdio case's result then carries "stderr_b64". A grading never passes it.
+    ap.add_argument("--keep-stderr", action="store_true")
     a = ap.parse_args()
     if b"init" not in open("/proc/1/cmdline", "rb").read():
         # kill_others() kills every process it may: only sane inside a container's own
@@ -515,6 +518,8 @@ def main() -> None:
                 ).decode(),
             }
         )
+        if a.keep_stderr and a.kind == "stdio":
+            results[-1]["stderr_b64"] = base64.b64encode(outs["stderr"]).decode()
     sys.stdout.write(json.dumps({"runner": "assay-runner/1", "cases": results}))
     sys.stdout.flush()
 

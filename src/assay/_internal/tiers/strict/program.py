@@ -13,10 +13,11 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...firewall.check import FirewallLimits
 from ...firewall.materialise import read_materialised
 from ...model.languages import LANGUAGES, Language
 from ...model.task import Task
-from ...runtime import ContainerSpec, GradingScope, Limits, Runtime, Scratch
+from ...runtime import ContainerSpec, ExecResult, GradingScope, Limits, Runtime, Scratch
 from ...runtime.base import ceilings_hit
 from ..core.controller import language_image_of
 from ..core.intake import Crossing, Refused, Submission, firewall_limits, take_from_container
@@ -78,14 +79,19 @@ def compile_spec(task: Task, image: str, gid: str) -> ContainerSpec:
     spec = task.config.stdio
     assert spec is not None
     lim = task.config.limits
+    return compile_container(image, gid, lim.artifact_bytes, spec.compile_memory_mb, lim.cpus)
+
+
+def compile_container(
+    image: str, gid: str, build_bytes: int, memory_mb: int, cpus: float
+) -> ContainerSpec:
+    """A compile container: a scratch build directory of `build_bytes`, the compile limits."""
     return ContainerSpec(
         image=image,
         grading_id=gid,
         role="compile",
-        scratch=(Scratch(BUILD_DIR, lim.artifact_bytes),),
-        limits=Limits(
-            memory_bytes=spec.compile_memory_mb * 2**20, pids=COMPILE_PIDS, cpus=lim.cpus
-        ),
+        scratch=(Scratch(BUILD_DIR, build_bytes),),
+        limits=Limits(memory_bytes=memory_mb * 2**20, pids=COMPILE_PIDS, cpus=cpus),
         workdir=BUILD_DIR,
     )
 
@@ -97,6 +103,64 @@ def source_tar(name: str, data: bytes) -> bytes:
         info.size, info.mode, info.uid, info.gid = len(data), 0o644, 1000, 1000
         tf.addfile(info, io.BytesIO(data))
     return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """What one compile container did: the compiler's result, the ceilings the container hit,
+    and, only when the compile succeeded (`compile_failure` is None), its build directory
+    through the archive firewall."""
+
+    result: ExecResult
+    hit: list[str]
+    built: Submission | Refused | None
+
+
+def compile_failure(res: ExecResult, hit: list[str]) -> str | None:
+    """The `compile:*` reason a compile failed with, or None if it succeeded."""
+    if "memory" in hit:
+        return "compile:memory"
+    if res.timed_out:
+        return "compile:timeout"
+    if res.truncated:
+        return "compile:output"
+    if res.exited or res.exit_code != 0:
+        return "compile:error"
+    return None
+
+
+def compile_in_container(
+    scope: GradingScope,
+    lang: Language,
+    spec: ContainerSpec,
+    sources: bytes,
+    timeout: float,
+    limits: FirewallLimits,
+    cap: int,
+) -> Compiled:
+    """Unpack the tar `sources` into a fresh compile container's build directory, run the
+    language's compiler there under `timeout`, and take the build directory back through the
+    firewall (`limits`, `cap` raw bytes) if it succeeded; the container is removed either way."""
+    assert lang.compile is not None
+    rt = scope.runtime
+    cid = scope.container(spec)
+    try:
+        rt.put_archive(cid, BUILD_DIR, sources)
+        res = rt.exec(
+            cid,
+            lang.compile,
+            deadline_s=timeout,
+            output_cap=COMPILE_LOG_CAP,
+            env={"HOME": "/tmp", **dict(lang.env)},
+            workdir=BUILD_DIR,
+        )
+        hit = ceilings_hit(rt, cid)
+        if compile_failure(res, hit) is not None:
+            return Compiled(res, hit, None)
+        how = Crossing(limits, None, BUILD_DIR.strip("/"), "build")
+        return Compiled(res, hit, take_from_container(scope, cid, BUILD_DIR, cap, how))
+    finally:
+        scope.discard(cid)
 
 
 def build_program(
@@ -113,35 +177,21 @@ def build_program(
         return Program(lang, image, taken.files)
     spec = task.config.stdio
     assert spec is not None
-    rt = scope.runtime
-    cid = scope.container(compile_spec(task, image, scope.grading_id))
-    try:
-        source = read_materialised(taken.files, lang.source)
-        rt.put_archive(cid, BUILD_DIR, source_tar(lang.source, source))
-        res = rt.exec(
-            cid,
-            lang.compile,
-            deadline_s=spec.compile_timeout,
-            output_cap=COMPILE_LOG_CAP,
-            env={"HOME": "/tmp", **dict(lang.env)},
-            workdir=BUILD_DIR,
-        )
-        hit = ceilings_hit(rt, cid)
-        if "memory" in hit:
-            return NotBuilt("compile:memory")
-        if res.timed_out:
-            return NotBuilt("compile:timeout")
-        if res.truncated:
-            return NotBuilt("compile:output")
-        if res.exited or res.exit_code != 0:
-            return NotBuilt("compile:error", _log_tail(res.stdout + res.stderr))
-        how = Crossing(firewall_limits(task), None, BUILD_DIR.strip("/"), "build")
-        built = take_from_container(scope, cid, BUILD_DIR, task.config.limits.artifact_bytes, how)
-    finally:
-        scope.discard(cid)
-    if isinstance(built, Refused):
-        return NotBuilt(built.reason, built.detail)
-    return Program(lang, image, built.files)
+    source = read_materialised(taken.files, lang.source)
+    done = compile_in_container(
+        scope, lang, compile_spec(task, image, scope.grading_id),
+        source_tar(lang.source, source), spec.compile_timeout, firewall_limits(task),
+        task.config.limits.artifact_bytes,
+    )  # fmt: skip
+    failed = compile_failure(done.result, done.hit)
+    if failed == "compile:error":
+        return NotBuilt(failed, _log_tail(done.result.stdout + done.result.stderr))
+    if failed is not None:
+        return NotBuilt(failed)
+    assert done.built is not None
+    if isinstance(done.built, Refused):
+        return NotBuilt(done.built.reason, done.built.detail)
+    return Program(lang, image, done.built.files)
 
 
 def _log_tail(raw: bytes, cap: int = 2000) -> str:
