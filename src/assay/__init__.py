@@ -1,8 +1,8 @@
 """assay: grade AI coding agents so that the graded code cannot touch what grades it.
 
 The public API is what this module exports (`__all__`), plus `assay.errors`,
-`assay.firewall`, `assay.batch` and `assay.runtime`. Everything under `assay._internal` may
-change in any release.
+`assay.firewall`, `assay.batch`, `assay.runtime`, `assay.serve` and `assay.integrations`.
+Everything under `assay._internal` may change in any release.
 
     import assay
 
@@ -17,6 +17,7 @@ from assay import batch, errors, firewall, runtime
 from assay._internal.api.build import LanguageImage, build_environment, build_languages
 from assay._internal.api.graded import Graded
 from assay._internal.api.grader import Grader, Job, TaskLike
+from assay._internal.api.inline import InlineTasks, code_submission
 from assay._internal.api.keys import keygen, keyid, load_public_key, verify
 from assay._internal.api.report import ReportSummary, write_report
 from assay._internal.api.session import ExecResult, Session
@@ -39,6 +40,7 @@ __all__ = [
     "ExecResult",
     "Graded",
     "Grader",
+    "InlineTasks",
     "Job",
     "LanguageImage",
     "ReportSummary",
@@ -53,6 +55,7 @@ __all__ = [
     "batch",
     "build_environment",
     "build_languages",
+    "code_submission",
     "errors",
     "firewall",
     "keygen",

@@ -50,6 +50,7 @@ def test_all_is_pinned() -> None:
         "ExecResult",
         "Graded",
         "Grader",
+        "InlineTasks",
         "Job",
         "LanguageImage",
         "MAX_ENVELOPE_BYTES",
@@ -67,6 +68,7 @@ def test_all_is_pinned() -> None:
         "batch",
         "build_environment",
         "build_languages",
+        "code_submission",
         "errors",
         "firewall",
         "keygen",
@@ -157,6 +159,10 @@ SIGNATURES = {
     "ray: 'str | None' = None, ray_insecure_no_auth: 'bool' = False) -> 'Iterator[Graded]'",
     "Grader.tier_for": "(task: 'TaskLike', tier: 'str | None' = None, *, "
     "unsafe_baseline: 'bool' = False) -> 'Tier'",
+    "InlineTasks": "(max_tasks: 'int' = 4096) -> 'None'",
+    "InlineTasks.task": "(self, tests: 'Mapping[str, Any] | str', form: 'str' = 'apps') -> 'Task'",
+    "code_submission": "(task: 'Task', code: 'str', language: 'str | None' = None) "
+    "-> 'dict[str, str]'",
     "Job": "(task: 'TaskLike', submission: 'Submission', id: 'str | None' = None) -> None",
     "Agent": "(command: 'str', directory: 'str | os.PathLike[str] | None' = None) -> None",
     "Graded": "(verdict: 'Verdict', envelope: 'bytes', job_id: 'str | None' = None, "
