@@ -4,7 +4,7 @@
 #   bash scripts/setup.sh
 #
 # Steps (each prints one line, and only when it actually does something):
-#   1. Python venv at .venv and `pip install -e '.[dev,humaneval,inspect,ray]'` when pyproject.toml changed.
+#   1. Python venv at .venv and `uv pip install -e '.[dev,humaneval,inspect,ray]'` when pyproject.toml changed.
 #   2. A Docker engine: Debian's docker.io when no engine answers and dockerd is missing;
 #      dockerd started in the background when it is not running; waits for the socket.
 #   3. gVisor (Debian's runsc), registered as the Docker runtime "runsc" (optional: warns).
@@ -15,6 +15,8 @@
 #   7. The language images of `stdio` tasks, assay-lang-<name>:<hash> (assay-base:latest plus
 #      each toolchain's Debian packages, about 3 minutes), built with
 #      `assay build --languages all` when absent.
+#   8. verl's wheel (no dependencies, never installed: the tests load its sandbox_fusion reward
+#      module from it to call assay serve the way verl does) at .cache/wheels when absent.
 # Safe to run again: a second run changes nothing and prints nothing.
 set -euo pipefail
 
@@ -400,9 +402,23 @@ ensure_language_images() {
     fi
 }
 
+# ---------------------------------------------------------------------------------------------
+# 8. verl's wheel, read by the tests (tests/helpers/verl_reward.py), never installed
+# ---------------------------------------------------------------------------------------------
+VERL_VERSION=0.9.1
+ensure_verl_wheel() {
+    local dir="$ROOT/.cache/wheels"
+    [ -f "$dir/verl-$VERL_VERSION-py3-none-any.whl" ] && return 0
+    say "pip download verl==$VERL_VERSION --no-deps (for the tests)"
+    mkdir -p "$dir"
+    run_logged "pip download verl" "$VENV/bin/python" -m pip download --quiet --no-deps \
+        -d "$dir" "verl==$VERL_VERSION"
+}
+
 ensure_python
 ensure_engine
 ensure_base_image
 ensure_chromium
 ensure_oci_backend
 ensure_language_images
+ensure_verl_wheel

@@ -198,6 +198,7 @@ PUBLIC_API_COMMANDS = (
     "assay.cli.firewall",
     "assay.cli.report",
     "assay.cli.doctor",
+    "assay.cli.serve",
 )
 
 

@@ -48,3 +48,6 @@ main.add_command(report_cmd)
 from assay.cli.doctor import doctor_cmd  # noqa: E402
 
 main.add_command(doctor_cmd)
+from assay.cli.serve import serve_cmd  # noqa: E402
+
+main.add_command(serve_cmd)
