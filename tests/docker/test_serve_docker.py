@@ -27,7 +27,8 @@ from helpers.verl_reward import verl_sandbox_fusion
 
 import assay
 
-pytestmark = pytest.mark.docker
+# One server for the module: under xdist (--dist loadgroup) its tests share one worker.
+pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("serve")]
 
 SORT = EXAMPLES / "stdio-sort"
 APPS_IO = {"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]}
