@@ -21,7 +21,8 @@ from assay._internal.api.inline import InlineTasks, code_submission
 from assay._internal.api.keys import keygen, keyid, load_public_key, verify
 from assay._internal.api.report import ReportSummary, write_report
 from assay._internal.api.session import ExecResult, Session
-from assay._internal.api.submission import Agent, Submission
+from assay._internal.api.submission import Agent, Patch, Submission
+from assay._internal.api.validate import ValidationCheck, ValidationReport, validate
 from assay._internal.environment import EnvImage
 from assay._internal.model.diagnostics import Diagnostics, printable
 from assay._internal.model.task import EnvironmentSpec, Task, TaskConfig, load_task
@@ -43,6 +44,7 @@ __all__ = [
     "InlineTasks",
     "Job",
     "LanguageImage",
+    "Patch",
     "ReportSummary",
     "Session",
     "Submission",
@@ -50,6 +52,8 @@ __all__ = [
     "TaskConfig",
     "TaskLike",
     "Tier",
+    "ValidationCheck",
+    "ValidationReport",
     "Verdict",
     "__version__",
     "batch",
@@ -64,6 +68,7 @@ __all__ = [
     "load_task",
     "printable",
     "runtime",
+    "validate",
     "verify",
     "write_report",
 ]

@@ -9,7 +9,9 @@ counts, not only the verdicts `Grader.grade_many` yields.
 
 `jobs_from_manifest` reads a JSONL manifest (one `{"task", "submission", "id"?}` object per
 line, relative paths from the manifest's directory) and `jobs_from_dir` makes one job per
-subdirectory or tar file of a directory; both raise `assay.errors.UsageError` naming the line
+subdirectory or tar file of a directory; `jobs_from_predictions` makes one `assay.Patch` job
+per line of a SWE-bench predictions file, against the tasks `assay import swebench` wrote; all
+raise `assay.errors.UsageError` naming the line
 or path at fault, and refuse a submission that is a symbolic link. `Grader.batch` takes their
 `BatchJob`s or `assay.Job`s. `Progress` holds the callbacks `Batch.run` calls as it goes,
 with each job's `Outcome` and the running `Tally`; the run returns a `BatchResult`.
@@ -18,6 +20,7 @@ with each job's `Outcome` and the running `Tally`; the run returns a `BatchResul
 from __future__ import annotations
 
 from assay._internal.api.grader import Batch
+from assay._internal.api.predictions import jobs_from_predictions
 from assay._internal.batch.run import (
     BatchResult,
     Outcome,
@@ -39,4 +42,5 @@ __all__ = [
     "drain",
     "jobs_from_dir",
     "jobs_from_manifest",
+    "jobs_from_predictions",
 ]

@@ -199,6 +199,7 @@ PUBLIC_API_COMMANDS = (
     "assay.cli.report",
     "assay.cli.doctor",
     "assay.cli.serve",
+    "assay.cli.validate",
 )
 
 

@@ -54,6 +54,7 @@ def test_all_is_pinned() -> None:
         "Job",
         "LanguageImage",
         "MAX_ENVELOPE_BYTES",
+        "Patch",
         "ReportSummary",
         "Session",
         "Submission",
@@ -63,6 +64,8 @@ def test_all_is_pinned() -> None:
         "TaskLike",
         "Tier",
         "UNSAFE_TIERS",
+        "ValidationCheck",
+        "ValidationReport",
         "Verdict",
         "__version__",
         "batch",
@@ -77,6 +80,7 @@ def test_all_is_pinned() -> None:
         "load_task",
         "printable",
         "runtime",
+        "validate",
         "verify",
         "write_report",
     ]
@@ -128,6 +132,7 @@ def test_all_is_pinned() -> None:
         "drain",
         "jobs_from_dir",
         "jobs_from_manifest",
+        "jobs_from_predictions",
     ]
 
 
@@ -174,6 +179,14 @@ SIGNATURES = {
     "Session.read_file": "(self, path: 'str') -> 'bytes'",
     "Session.write_file": "(self, path: 'str', data: 'str | bytes') -> 'None'",
     "Session.grade": "(self, *, tier: 'str | None' = None) -> 'Graded'",
+    "validate": "(tasks: 'Iterable[TaskLike]', *, grader: 'Grader | None' = None, "
+    "image: 'str | None' = None, oci_runtime: 'str | None' = None, jobs: 'int' = 1, "
+    "progress: 'Callable[[ValidationReport], None] | None' = None) -> 'list[ValidationReport]'",
+    "ValidationReport": "(task_id: 'str', path: 'Path', checks: 'tuple[ValidationCheck, ...]' = (), "
+    "duration_s: 'float' = 0.0) -> None",
+    "ValidationCheck": "(name: 'str', ok: 'bool', detail: 'str' = '', "
+    "could_not_check: 'bool' = False) -> None",
+    "Patch": "(diff: 'str | bytes') -> None",
     "ExecResult": "(exit_code: 'int | None', stdout: 'bytes', stderr: 'bytes', "
     "timed_out: 'bool' = False, truncated: 'bool' = False) -> None",
 }

@@ -51,3 +51,6 @@ main.add_command(doctor_cmd)
 from assay.cli.serve import serve_cmd  # noqa: E402
 
 main.add_command(serve_cmd)
+from assay.cli.validate import validate_cmd  # noqa: E402
+
+main.add_command(validate_cmd)

@@ -28,7 +28,16 @@ from rich.progress import Task as RichTask
 from rich.text import Text
 
 import assay
-from assay.batch import BatchJob, Outcome, Progress, Tally, drain, jobs_from_dir, jobs_from_manifest
+from assay.batch import (
+    BatchJob,
+    Outcome,
+    Progress,
+    Tally,
+    drain,
+    jobs_from_dir,
+    jobs_from_manifest,
+    jobs_from_predictions,
+)
 from assay.errors import UsageError
 from assay.runtime import START_DOCKER_FIX
 
@@ -64,6 +73,13 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     help="With TASK_DIR: every subdirectory or tar in this directory is one submission.",
 )
 @click.option(
+    "--predictions",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="With TASK_DIR (the --out of `assay import swebench`): a SWE-bench predictions file "
+    "(JSONL or a .json list of {instance_id, model_name_or_path, model_patch}); each patch is "
+    "applied in a fresh offline container of its instance's image and graded.",
+)
+@click.option(
     "--out",
     required=True,
     type=click.Path(file_okay=False, path_type=Path),
@@ -96,6 +112,7 @@ def grade_many_cmd(
     task_dir: Path | None,
     manifest: Path | None,
     submissions: Path | None,
+    predictions: Path | None,
     out: Path,
     parallelism: int,
     base_image: str,
@@ -114,7 +131,7 @@ def grade_many_cmd(
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         with exit_codes(interrupted="interrupted before any grading started"):
-            jobs = _jobs(task_dir, manifest, submissions)
+            jobs = _jobs(task_dir, manifest, submissions, predictions)
             grader = assay.Grader(
                 image=base_image, oci_runtime=oci_runtime, key=key, reuse_judges=not fresh_judge
             )
@@ -166,13 +183,24 @@ def grade_many_cmd(
     sys.exit(EXIT_ERRORS if t.errors or result.not_run else EXIT_OK)
 
 
-def _jobs(task_dir: Path | None, manifest: Path | None, submissions: Path | None) -> list[BatchJob]:
+def _jobs(
+    task_dir: Path | None, manifest: Path | None, submissions: Path | None,
+    predictions: Path | None,
+) -> list[BatchJob]:  # fmt: skip
     if manifest is not None:
-        if task_dir is not None or submissions is not None:
-            raise UsageError("--manifest names its tasks; give no TASK_DIR or --submissions")
+        if task_dir is not None or submissions is not None or predictions is not None:
+            raise UsageError(
+                "--manifest names its tasks; give no TASK_DIR, --submissions or --predictions"
+            )
         return jobs_from_manifest(manifest)
+    if predictions is not None:
+        if task_dir is None or submissions is not None:
+            raise UsageError("--predictions FILE takes TASK_DIR (the tasks) and no --submissions")
+        return jobs_from_predictions(predictions, task_dir)
     if task_dir is None or submissions is None:
-        raise UsageError("give --manifest FILE, or TASK_DIR --submissions DIR")
+        raise UsageError(
+            "give --manifest FILE, TASK_DIR --submissions DIR, or TASK_DIR --predictions FILE"
+        )
     return jobs_from_dir(task_dir, submissions)
 
 

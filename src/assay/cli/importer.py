@@ -200,3 +200,84 @@ def print_outcomes(outcomes: list[Outcome]) -> None:
 
 for _name in DATASETS:
     dataset_command(_name)
+
+
+@import_cmd.command("swebench")
+@click.argument("src", type=click.Path(exists=True, path_type=Path))
+@out_option
+@click.option("--only", multiple=True, metavar="INSTANCE_ID",
+              help="Import only this instance (repeatable).")  # fmt: skip
+@click.option(
+    "--runner", type=click.Choice(["pytest"]), default=None,
+    help="For rows with no eval_script whose repository swebench does not know: their tests "
+    "run under pytest.",
+)  # fmt: skip
+@click.option("--report", is_flag=True, help="Write nothing: check every instance.")
+@click.option(
+    "--validate", "then_validate", is_flag=True,
+    help="Then run `assay validate` on every task written (builds each image; exit 1 if any "
+    "task is not gradeable).",
+)  # fmt: skip
+def swebench_cmd(
+    src: Path, out: Path, only: tuple[str, ...], runner: str | None, report: bool,
+    then_validate: bool,
+) -> None:  # fmt: skip
+    """SWE-bench instances as repository tasks (T2), DIR/<instance id>/: SRC is a SWE-bench 5
+    task repository (tasks/<id>/ with task.yaml, tests.json, gold.patch, test.patch, eval.sh,
+    Dockerfile), one task directory, or dataset rows (JSONL or a .json list).
+
+    The environment is the instance image (sweb.eval.x86_64.<id>:latest, or the row's `image`)
+    when it is on the engine, else the task's Dockerfile built locally; nothing is pulled. An
+    instance whose tests do not run under pytest (Django's runtests.py, SymPy's bin/test, tox,
+    ...) is refused naming the runner: assay never grades from a log. Exit 0 when every
+    instance was written, 2 when some were refused (each is listed with its reason).
+    """
+    from assay._internal.importers.swebench import import_swebench
+    from assay.errors import ImageMissingError
+    from assay.runtime import open_runtime
+
+    opened: list[object] = []
+
+    def has_image(ref: str) -> bool:
+        if not opened:
+            opened.append(open_runtime("docker"))
+        rt = opened[0]
+        try:
+            rt.image_digest(ref)  # type: ignore[attr-defined]
+        except ImageMissingError:
+            return False
+        return True
+
+    with exit_codes():
+        results = import_swebench(src, None if report else out, has_image, runner,
+                                  frozenset(only))  # fmt: skip
+    for r in results:
+        name = r.instance_id or r.source
+        if r.reason is not None:
+            click.echo(f"{name}: not converted: {r.reason}", err=True)
+        for note in r.notes:
+            click.echo(f"{name}: note: {note}", err=True)
+    ok = [r for r in results if r.reason is None]
+    if not results:
+        click.echo(f"{src}: no instance found", err=True)
+        sys.exit(2)
+    if not report:
+        doc = {
+            "source": "swebench",
+            "converted": {r.task_id: {"instance_id": r.instance_id, "from": r.source,
+                                      "image": r.image, "notes": r.notes} for r in ok},
+            "not_converted": {r.instance_id or r.source: r.reason for r in results
+                              if r.reason is not None},
+        }  # fmt: skip
+        out.mkdir(parents=True, exist_ok=True)
+        (out / REPORT).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        click.echo(f"wrote {len(ok)} of {len(results)} task(s) to {out}; see {out / REPORT}")
+    else:
+        click.echo(f"{len(ok)} of {len(results)} instance(s) can be imported")
+    if then_validate and not report and ok:
+        from .validate import validate_and_report
+
+        if not validate_and_report([r.out for r in ok if r.out is not None]):
+            sys.exit(1)
+    if len(ok) != len(results):
+        sys.exit(2)

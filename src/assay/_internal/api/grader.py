@@ -46,7 +46,7 @@ from ..tiers.dispatch import pick_tier, run_tier
 from ..tiers.strict.judgepool import JudgePool
 from .graded import Graded
 from .session import Session
-from .submission import Agent, Submission, as_source
+from .submission import Agent, Patch, Submission, as_source
 
 TaskLike = Task | str | os.PathLike[str]
 
@@ -285,8 +285,9 @@ class Batch:
         self._ray: RayBackend | None = None
         if ray is not None:
             for j in self.jobs:
-                if isinstance(j.submission, Agent):
-                    raise UsageError(f"{j.where}: an assay.Agent runs locally only, not on Ray")
+                if isinstance(j.submission, Agent | Patch):
+                    kind = type(j.submission).__name__
+                    raise UsageError(f"{j.where}: an assay.{kind} runs locally only, not on Ray")
             # Each node checks its own engine and image; this host needs no engine at all.
             connect(ray, insecure_no_auth=ray_insecure_no_auth)
             self._ray = RayBackend(self.tiers, grader.image, grader.oci_runtime)

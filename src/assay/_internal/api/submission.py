@@ -33,11 +33,23 @@ class Agent:
     directory: str | os.PathLike[str] | None = None
 
 
+@dataclass(frozen=True)
+class Patch:
+    """A unified diff (SWE-bench's `model_patch`) for a task with an `[environment]`. It is never
+    parsed on the host: a fresh, offline, limited agent container of the task's image applies it
+    at the workdir (`git apply`, then `patch --fuzz=5`, then `git apply --3way`, as SWE-bench's
+    harness tries them, without its partial `--reject`), and the tree it leaves is the
+    submission, taken through the firewall. An empty patch fails the grading with `patch:empty`,
+    one over 16 MiB with `patch:too-large`, one that does not apply with `patch:does-not-apply`."""
+
+    diff: str | bytes
+
+
 Submission = Union[  # noqa: UP007  (a runtime alias: `X | Y` of these types is not one)
-    str, os.PathLike[str], BinaryIO, Mapping[str, Union[str, bytes]], Agent  # noqa: UP007
+    str, os.PathLike[str], BinaryIO, Mapping[str, Union[str, bytes]], Agent, Patch  # noqa: UP007
 ]
 """A directory, a tar file (path or binary file object), a mapping of relative path to
-contents, or an `Agent` to run."""
+contents, an `Agent` to run, or a `Patch` to apply."""
 
 
 def raw_cap(task: Task) -> int:
@@ -54,6 +66,14 @@ def as_source(submission: Submission, task: Task, grading_id: str) -> Iterator[S
         directory = None if submission.directory is None else Path(submission.directory)
         yield Source(agent_cmd=submission.command, agent_dir=directory)
         return
+    if isinstance(submission, Patch):
+        diff = submission.diff
+        if isinstance(diff, str):
+            diff = diff.encode("utf-8", "surrogateescape")
+        if not isinstance(diff, bytes):
+            raise UsageError(f"assay.Patch takes str or bytes, not {type(diff).__name__}")
+        yield Source(patch=diff)
+        return
     if isinstance(submission, str | os.PathLike):
         yield Source(path=Path(submission))
         return
@@ -68,7 +88,7 @@ def as_source(submission: Submission, task: Task, grading_id: str) -> Iterator[S
             else:
                 raise UsageError(
                     "a submission is a directory or tar path, a binary file object, a mapping "
-                    f"of relative path to str or bytes, or an assay.Agent; not a "
+                    f"of relative path to str or bytes, an assay.Agent or an assay.Patch; not a "
                     f"{type(submission).__name__}"
                 )
         yield Source(path=spooled)

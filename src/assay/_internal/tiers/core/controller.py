@@ -27,6 +27,7 @@ from ...model.verdict import ControllerFacts, Tier, Verdict, error_verdict
 from ...runtime import GradingScope, Runtime
 from ...runtime.scope import new_grading_id
 from .intake import Refused, Submission, from_path, run_agent
+from .patchapply import apply_patch
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class Source:
     its workspace, inside the grading's scope (with `take_submission`'s `same_links`)."""
     agent_image: str | None = None
     """The image that live agent container runs, for the verdict's image digests."""
+    patch: bytes | None = None
+    """A diff to apply in an agent container of the task's image (`patchapply`)."""
 
 
 def check_agent_inputs(task: Task) -> None:
@@ -178,6 +181,10 @@ class Grading:
                 if source.agent_image is not None:
                     self.used("agent", source.agent_image)
                 taken = source.collect(scope, same_links)
+        elif source.patch is not None:
+            with self.timed("agent"):
+                check_agent_inputs(self.task)
+                taken = apply_patch(scope, self.task, self.task_image, source.patch, same_links)
         elif source.agent_cmd is not None:
             with self.timed("agent"):
                 check_agent_inputs(self.task)
