@@ -3,6 +3,8 @@
 #   examples/<name>/solutions/correct  must pass   (assay grade exits 0)
 #   examples/<name>/solutions/wrong    must fail   (exits 1)
 #   examples/<name>/attempts/*         must fail   (honest attempts at an unsolvable canary)
+#   examples/<name>/solutions/gold.patch   must pass  (a patch, graded with --patch: an
+#   examples/<name>/solutions/wrong.patch  must fail   imported SWE-bench instance)
 # A submission directory holding agent.sh is source for an agent to build (e.g. the C example):
 # it is graded as `--agent-dir DIR --agent-cmd 'sh /agent/agent.sh'`.
 #   examples/harbor/<name>  Harbor-format tasks: imported, then solution/solve.sh must pass and
@@ -38,6 +40,7 @@ grade_one() {
     rc=0
     local how=(--submission "$sub")
     [ -f "$sub/agent.sh" ] && how=(--agent-dir "$sub" --agent-cmd "sh /agent/agent.sh")
+    [ "${sub%.patch}" != "$sub" ] && how=(--patch "$sub")
     [ -n "$cmd" ] && how=(--agent-dir "$sub" --agent-cmd "$cmd")
     "$ASSAY" grade "$task" "${how[@]}" >"$log" 2>&1 </dev/null || rc=$?
     secs="$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1fs", b - a }')"
@@ -51,6 +54,8 @@ for task in examples/*/; do
     [ -f "$task/task.toml" ] || continue
     [ -d "$task/solutions/correct" ] && grade_one "$task" "$task/solutions/correct" pass
     [ -d "$task/solutions/wrong" ] && grade_one "$task" "$task/solutions/wrong" fail
+    [ -f "$task/solutions/gold.patch" ] && grade_one "$task" "$task/solutions/gold.patch" pass
+    [ -f "$task/solutions/wrong.patch" ] && grade_one "$task" "$task/solutions/wrong.patch" fail
     for attempt in "$task"/attempts/*/; do
         [ -d "$attempt" ] && grade_one "$task" "${attempt%/}" fail
     done

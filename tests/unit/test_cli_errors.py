@@ -53,6 +53,14 @@ def test_neither_submission_nor_agent_is_usage_error(tmp_path: Path) -> None:
     assert p.returncode == 2 and "exactly one of" in p.stderr
 
 
+def test_a_patch_is_one_of_the_three_kinds_of_submission(tmp_path: Path) -> None:
+    patch = EXAMPLES / "swebench-calc" / "solutions" / "gold.patch"
+    for other in (["--submission", str(tmp_path)], ["--agent-cmd", "true"]):
+        p = _run("grade", str(EXAMPLES / "swebench-calc"), "--patch", str(patch), *other,
+                 cwd=tmp_path)  # fmt: skip
+        assert p.returncode == 2 and "exactly one of" in p.stderr and "--patch FILE" in p.stderr
+
+
 def test_baseline_tier_needs_explicit_flag(tmp_path: Path) -> None:
     p = _run(
         "grade", str(EXAMPLES / "add"), "--tier", "t0", "--submission", str(tmp_path), cwd=tmp_path

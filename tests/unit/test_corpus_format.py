@@ -18,8 +18,9 @@ EXAMPLES = ROOT / "examples"
 
 REQUIRED = {"id", "title", "class", "source", "task", "t0", "t1"}
 OPTIONAL = {"aims", "aims_why", "notes", "t2", "t3", "harbor"}
-# Besides T0 and T1: T2 and T3 for a function or pytest task, harbor for a Harbor task.
-TASK_TIERS = ({"t2", "t3"}, {"harbor"})
+# Besides T0 and T1: T2 and T3 for a function or pytest task with a strict twin, T2 alone for a
+# pytest task with none (an imported SWE-bench instance), harbor for a Harbor task.
+TASK_TIERS = ({"t2", "t3"}, {"t2"}, {"harbor"})
 OUTCOMES = {"exploit", "blocked"}
 ADR_0002_FIVE = {
     "runtime-read-answer-key",
@@ -125,6 +126,21 @@ def test_the_harbor_column_is_named_exactly_for_harbor_tasks(folder: Path) -> No
     root = folder / task if (folder / task).is_dir() else EXAMPLES / task
     kind = tomllib.loads((root / "task.toml").read_text(encoding="utf-8"))["kind"]
     assert ("harbor" in doc) == (kind == "harbor")
+
+
+@pytest.mark.parametrize("folder", ATTACKS, ids=lambda p: p.name)
+def test_t3_is_named_exactly_when_it_can_grade_the_task(folder: Path) -> None:
+    """T3 grades a strict task: a function task, or the strict twin (`X` beside `X-pytest`) of a
+    pytest one. An attack on a pytest task with no twin names T2 alone; T3 shows n/a."""
+    doc = load(folder)
+    if "harbor" in doc:
+        return
+    task = str(doc["task"])
+    root = folder / task if (folder / task).is_dir() else EXAMPLES / task
+    twin = root.parent / root.name.removesuffix("-pytest")
+    graded_on_t3 = twin if (twin / "task.toml").is_file() else root
+    kind = tomllib.loads((graded_on_t3 / "task.toml").read_text(encoding="utf-8"))["kind"]
+    assert ("t3" in doc) == (kind != "pytest"), f"T3 would grade {graded_on_t3.name} ({kind})"
 
 
 def test_the_harbor_column_has_a_blocked_attack_and_its_open_class() -> None:

@@ -11,6 +11,7 @@ from assay._internal.proof.matrix import (
     Attack,
     Row,
     _Ctx,
+    kinds_ok,
     load_attack,
     load_corpus,
     problems,
@@ -88,8 +89,9 @@ def test_a_well_formed_attack_loads(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("body", "complaint"),
     [
-        (GOOD.replace('t3 = "blocked"\n', ""), "'t2' and 't3'"),
-        (GOOD + 'harbor = "blocked"\n', "not both"),
+        (GOOD.replace('t2 = "blocked"\n', ""), "'t2' and 't3'"),
+        (GOOD + 'harbor = "blocked"\n', "no other set"),
+        (GOOD.replace('t3 = "blocked"\n', 'harbor = "blocked"\n'), "no other set"),
         (GOOD.replace('t1 = "exploit"\n', ""), "missing key 't1'"),
         (GOOD + 'extra = "x"\n', "unknown key 'extra'"),
         (GOOD.replace('id = "a-1"', 'id = "other"'), "key 'id'"),
@@ -104,6 +106,23 @@ def test_a_malformed_attack_is_refused_naming_the_key(
 ) -> None:
     with pytest.raises(TaskError, match=complaint):
         load_attack(_attack_dir(tmp_path, body))
+
+
+def test_t2_alone_is_for_a_pytest_task_with_no_strict_twin(tmp_path: Path) -> None:
+    """An imported SWE-bench instance has no strict twin: its attacks name T2 alone, T3 is
+    n/a; the same set on a task with a twin leaves T3 without an outcome, refused before any
+    container starts."""
+    body = GOOD.replace('t3 = "blocked"\n', "").replace('"canary"', '"swebench-calc"')
+    alone = load_attack(_attack_dir(tmp_path / "ok", body))
+    assert set(alone.expected) == {"t0", "t1", "t2"}
+    kinds_ok([alone], EXAMPLES, ["t0", "t1", "t2", "t3"])
+    on_twin = load_attack(_attack_dir(tmp_path / "twin", GOOD.replace('t3 = "blocked"\n', "")))
+    kinds_ok([on_twin], EXAMPLES, ["t0", "t1", "t2"])
+    with pytest.raises(UsageError, match="no outcome for t3"):
+        kinds_ok([on_twin], EXAMPLES, ["t2", "t3"])
+    with_t3 = load_attack(_attack_dir(tmp_path / "t3", GOOD.replace('"canary"', '"swebench-calc"')))
+    with pytest.raises(UsageError, match="t3 needs a strict task"):
+        kinds_ok([with_t3], EXAMPLES, ["t3"])
 
 
 def test_duplicate_ids_across_corpora_are_refused(tmp_path: Path) -> None:
@@ -186,6 +205,17 @@ def test_markdown_is_deterministic_and_counts_per_tier_and_class() -> None:
     assert md == render_markdown(list(reversed(rows)), attacks, ["t0", "t1", "t2", "t3"], names)
     assert "| T0 naive | 2 | 0 |" in md and "| T3 strict | 0 | 2 |" in md
     assert f"| V1 {names['V1']} | 2 | 2 | 2 | 0 | 0 |" in md
+    assert "None: every outcome was the expected one." in md
+
+
+def test_a_tier_the_attack_does_not_name_is_na_and_counted_so() -> None:
+    only_t2 = Attack("r", "t", "V1", "s", "swebench-calc",
+                     {"t0": "exploit", "t1": "exploit", "t2": "blocked"}, Path("."))  # fmt: skip
+    rows = [_row("r", "t0", "exploit", "exploit"), _row("r", "t1", "exploit", "exploit")]
+    rows.append(Row("attack", "r", "V1", "t2", "blocked", "blocked", "policy:conftest", "policy"))
+    md = render_markdown(rows, [only_t2], ["t0", "t1", "t2", "t3"], {})
+    assert "| `r` | V1 | exploit | exploit | blocked | n/a | policy |  |" in md
+    assert "| T3 strict | 0 | 0 | 1 |" in md
     assert "None: every outcome was the expected one." in md
 
 

@@ -54,6 +54,13 @@ def _summary(console: Console, v: assay.Verdict, out: Path) -> None:
 @click.command("grade")
 @click.argument("task_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--submission", type=click.Path(path_type=Path), help="Directory or tar to grade.")
+@click.option(
+    "--patch",
+    "patch_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A unified diff to grade (SWE-bench's model_patch), for a task with an [environment]: "
+    "applied at its workdir in a fresh offline container of its image (assay.Patch).",
+)
 @click.option("--agent-cmd", help="Run this as the agent in the agent container.")
 @click.option(
     "--agent-dir",
@@ -73,6 +80,7 @@ def _summary(console: Console, v: assay.Verdict, out: Path) -> None:
 def grade_cmd(
     task_dir: Path,
     submission: Path | None,
+    patch_file: Path | None,
     agent_cmd: str | None,
     agent_dir: Path | None,
     tier: str | None,
@@ -86,8 +94,10 @@ def grade_cmd(
     """Grade TASK_DIR; exit 0 passed, 1 failed, 2 usage or task error, 3 no verdict."""
     err = Console(stderr=True)
     with exit_codes(interrupted="interrupted: grading stopped, its containers and files removed"):
-        if (submission is None) == (agent_cmd is None):
-            raise UsageError("give exactly one of --submission PATH and --agent-cmd CMD")
+        if sum(x is not None for x in (submission, patch_file, agent_cmd)) != 1:
+            raise UsageError(
+                "give exactly one of --submission PATH, --patch FILE and --agent-cmd CMD"
+            )
         if agent_dir is not None and agent_cmd is None:
             raise UsageError("--agent-dir only goes with --agent-cmd")
         task = assay.load_task(task_dir)
@@ -103,6 +113,8 @@ def grade_cmd(
             what: assay.Submission = submission or Path()
             if agent_cmd is not None:
                 what = assay.Agent(agent_cmd, agent_dir)
+            if patch_file is not None:
+                what = assay.Patch(patch_file.read_bytes())
             graded = grader.grade(task, what, tier=chosen, unsafe_baseline=unsafe_baseline)
         verdict = graded.verdict
         target = out or Path("assay-out") / f"{verdict.grading_id}.dsse.json"

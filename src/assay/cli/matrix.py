@@ -39,7 +39,8 @@ TIER_NAMES: dict[str, str] = {
     t: "Harbor" if t == "harbor" else f"{t.upper()} {title}" for t, title in TIER_TITLES.items()
 }
 NA = "n/a"
-"""The cell of a tier that cannot grade the task (T2/T3 a Harbor task, harbor any other)."""
+"""The cell of a tier that cannot grade the task (T2/T3 a Harbor task, harbor any other, T3 a
+pytest task with no strict twin)."""
 
 
 def _class_key(cls: str) -> tuple[int, str]:
@@ -84,7 +85,9 @@ def render_markdown(
         "compat-class like T2: the candidate's program runs beside the tests, so a program that",
         'writes the reward while they run wins there (docs/compat.md, "The Harbor tier"). It',
         "grades only Harbor tasks, and T2 and T3 grade none: those cells are n/a. On a Harbor",
-        "task T0 is Harbor's shared mode and T1 Harbor's own separate verifier.",
+        "task T0 is Harbor's shared mode and T1 Harbor's own separate verifier. T3 is n/a too",
+        "for the attacks on an imported SWE-bench instance (`swebench-*`): a repository task",
+        "with no strict twin, on which T0 is SWE-bench's harness and T1 pytest's exit code.",
         "",
         "## Summary",
         "",

@@ -46,9 +46,15 @@ from ..tiers.dispatch import TIERS, run_tier, tiers_for
 OUTCOMES = ("exploit", "blocked")
 REQUIRED_KEYS = frozenset({"id", "title", "class", "source", "task", "t0", "t1"})
 OPTIONAL_KEYS = frozenset({"aims", "aims_why", "notes", "t2", "t3", "harbor"})
-# The tiers an attack names besides T0 and T1: T2 and T3 for a function or pytest task, the
-# harbor tier for a Harbor task (no tier of one set can grade the other's tasks: "n/a").
-TASK_TIERS: tuple[frozenset[str], ...] = (frozenset({"t2", "t3"}), frozenset({"harbor"}))
+# The tiers an attack names besides T0 and T1: T2 and T3 for a function or pytest task with a
+# strict twin, T2 alone for a pytest task with none (a repository task such as an imported
+# SWE-bench instance: T3 never runs a task's pytest tests), the harbor tier for a Harbor task. A
+# tier outside the set cannot grade the task: "n/a" (`kinds_ok` checks the set against the task).
+TASK_TIERS: tuple[frozenset[str], ...] = (
+    frozenset({"t2", "t3"}),
+    frozenset({"t2"}),
+    frozenset({"harbor"}),
+)
 AGENT_CMD = "sh /agent/run.sh"
 PLANTED_KEY = "ASSAY_BASELINE_API_KEY"
 EXFIL_PORT = "ASSAY_EXFIL_PORT"
@@ -177,8 +183,9 @@ def load_attack(folder: Path) -> Attack:
     named = keys & {"t2", "t3", "harbor"}
     if named not in TASK_TIERS:
         raise TaskError(
-            str(path), "name the tiers 't2' and 't3' (a function or pytest task) or 'harbor' "
-            "(a Harbor task), not both"
+            str(path), "name the tiers 't2' and 't3' (a function task, or a pytest task with a "
+            "strict twin), 't2' alone (a pytest task with no strict twin) or 'harbor' (a Harbor "
+            "task), and no other set"
         )  # fmt: skip
     tiers = [t for t in TIERS if t in keys]
     for tier in tiers:

@@ -5,17 +5,20 @@ hardened, and nothing here may be used to score anything:
 
   T0  one container for agent and tests, one user for both; after the agent's command returns,
       the tests and the truth are copied in (owned by that user) and `bash -lc 'pytest -rA'`
-      runs in /workspace; the verdict is read from the console log the way SWE-bench's parser
+      runs in the workdir; the verdict is read from the console log the way SWE-bench's parser
       does (a line starting with a status word gives the status of the test id after it; the
       last one wins; PASSED and XFAIL count as passed).
-  T1  the agent runs in its own container; all of /workspace is copied into a fresh container
+  T1  the agent runs in its own container; all of the workdir is copied into a fresh container
       (Docker's archive API: links, FIFOs and all), the tests and truth are copied in, and
       `bash -lc pytest` runs; its exit code is the reward.
 
-Both give the agent HOME=/workspace and put /workspace on PYTHONPATH (so the tests can import the
-candidate), and run with a host-protection ceiling (memory, pids, CPU) high enough that the corpus's
-bounded denial-of-service payloads never reach it. The test run has the task's total_timeout: a
-naive harness would wait forever, so past that, or past the log cap, there is no verdict.
+The workdir is the task's (`task.workdir`): /workspace, unless a repository task's
+`[environment]` names another (an imported SWE-bench instance's /testbed), and it is a writable
+scratch mount over whatever the image has there. Both give the agent HOME=<workdir> and put the
+workdir on PYTHONPATH (so the tests can import the candidate), and run with a host-protection
+ceiling (memory, pids, CPU) high enough that the corpus's bounded denial-of-service payloads never
+reach it. The test run has the task's total_timeout: a naive harness would wait forever, so past
+that, or past the log cap, there is no verdict.
 
 Host safety is kept even here: files move container to container through the engine, never
 through an extraction on the host, and network access is off unless the caller asks for the
@@ -28,7 +31,7 @@ import io
 import tarfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Literal, TypeVar, cast
 
 from assay.errors import UsageError
@@ -44,13 +47,11 @@ from ..core.intake import Refused
 
 BaselineTier = Literal["t0", "t1"]  # the UNSAFE_TIERS
 
-WORKSPACE = "/workspace"
 WORKSPACE_BYTES = 1 << 30
 LOG_CAP = 16 << 20
 # Far above what any corpus payload uses (1000 processes, 3 GiB), so the baselines behave as
 # unlimited for them, yet a payload gone wrong cannot take the host down.
 CEILING = Limits(memory_bytes=8 << 30, pids=4096, cpus=2.0)
-ENV = {"HOME": WORKSPACE, "PYTHONPATH": WORKSPACE}
 TEST_COMMAND: dict[BaselineTier, tuple[str, ...]] = {
     "t0": ("bash", "-lc", "pytest -rA"),
     "t1": ("bash", "-lc", "pytest"),
@@ -68,7 +69,7 @@ class BaselineOptions:
     agent_env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment for the agent's container, the way harnesses pass their credentials."""
     watch_for: bytes | None = None
-    """If set, report whether these bytes appear in what the agent left in /workspace."""
+    """If set, report whether these bytes appear in what the agent left in the workdir."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class BaselineRun:
     gave_verdict: bool
     """False when the test run passed its deadline or flooded past the log cap."""
     leaked: bool
-    """`watch_for` was found in the agent's /workspace."""
+    """`watch_for` was found in the agent's workdir."""
 
 
 def parse_pytest_log(log: bytes) -> dict[str, str]:
@@ -100,6 +101,11 @@ def log_cases(log: bytes, expected_ids: tuple[str, ...]) -> list[CaseResult]:
         CaseResult(id=i, status="pass" if statuses.get(i) in _PASSING else "fail", duration_s=0.0)
         for i in expected_ids
     ]
+
+
+def baseline_env(workdir: str) -> dict[str, str]:
+    """What both baselines put in their containers' environment (over the image's own)."""
+    return {"HOME": workdir, "PYTHONPATH": workdir}
 
 
 def checked_options(tier: BaselineTier, options: BaselineOptions | None) -> BaselineOptions:
@@ -153,7 +159,7 @@ def run_steps(
     seed: Callable[[str, P], None] = lambda cid, prepared: None,
 ) -> BaselineRun:
     """The steps both baselines take, for plain and repository tasks alike: prepare; the agent
-    in its container (`seed` fills it first); on T1, its /workspace copied into a fresh one;
+    in its container (`seed` fills it first); on T1, its workdir copied into a fresh one;
     the tests where the agent's files now are; the verdict."""
     rt, task = g.rt, g.task
     with g.scope() as scope:
@@ -166,7 +172,7 @@ def run_steps(
             cid = scope.container(_spec(task, g.gid, g.task_image, source.agent_dir, opts, "agent"))
             seed(cid, prepared)
             run_agent_in_place(rt, task, cid, source)
-        leaked = opts.watch_for is not None and _workspace_contains(scope, cid, opts.watch_for)
+        leaked = opts.watch_for is not None and _workdir_contains(scope, task, cid, opts.watch_for)
 
         if g.tier == "t1":
             with g.timed("copy"):
@@ -202,10 +208,12 @@ def run_agent_in_place(rt: Runtime, task: Task, cid: str, source: Source) -> Non
     if source.agent_cmd is not None:
         rt.exec(
             cid, ("sh", "-c", source.agent_cmd), deadline_s=task.config.limits.agent_timeout,
-            output_cap=0, workdir=WORKSPACE, capture=False,
+            output_cap=0, workdir=task.workdir, capture=False,
         )  # fmt: skip
     elif source.path is not None:
-        rt.put_archive(cid, WORKSPACE, _pack_submission(source.path))
+        rt.put_archive(cid, task.workdir, _pack_submission(source.path))
+    elif source.patch is not None:
+        raise UsageError("the unsafe baselines take an agent run or files, not an assay.Patch")
     else:
         raise ValueError("a Source needs agent_cmd or path")
 
@@ -221,15 +229,17 @@ def _spec(
     binds = [Bind(task.inputs_dir, "/task")] if role == "agent" else []
     if agent_dir is not None and role == "agent":
         binds.append(Bind(agent_dir.resolve(), "/agent"))
-    env = {**ENV, **opts.agent_env} if role == "agent" else dict(ENV)
+    env = baseline_env(task.workdir)
+    if role == "agent":
+        env.update(opts.agent_env)
     return ContainerSpec(
         image=image,
         grading_id=gid,
         role=role,
         binds=tuple(binds),
-        scratch=(Scratch(WORKSPACE, WORKSPACE_BYTES),),
+        scratch=(Scratch(task.workdir, WORKSPACE_BYTES),),
         limits=CEILING,
-        workdir=WORKSPACE,
+        workdir=task.workdir,
         env=env,
         hardened=False,
         network=opts.network if role == "agent" else "none",
@@ -237,28 +247,29 @@ def _spec(
 
 
 def _fresh_copy(scope: GradingScope, task: Task, image: str, gid: str, agent_cid: str) -> str:
-    """T1: all of the agent's /workspace, as the engine archives it, into a fresh container."""
+    """T1: all of the agent's workdir, as the engine archives it, into a fresh container (the
+    archive's top directory is the workdir's name, so it lands where it was)."""
     rt = scope.runtime
     buf = io.BytesIO()
     try:
-        rt.get_archive(agent_cid, WORKSPACE, buf, WORKSPACE_BYTES * 2)
+        rt.get_archive(agent_cid, task.workdir, buf, WORKSPACE_BYTES * 2)
     except ArchiveTooLarge:
         buf = io.BytesIO(_empty_tar())
     scope.discard(agent_cid)
     cid = scope.container(_spec(task, gid, image, None, BaselineOptions(), "tests"))
-    rt.put_archive(cid, "/", buf.getvalue())
+    rt.put_archive(cid, str(PurePosixPath(task.workdir).parent), buf.getvalue())
     return cid
 
 
 def _run_tests(
     rt: Runtime, task: Task, cid: str, tier: BaselineTier, prepared: Prepared
 ) -> tuple[list[CaseResult] | None, list[str]]:
-    rt.put_archive(cid, WORKSPACE, _tree_tar(task.judge_dir / "tests", "tests"))
+    rt.put_archive(cid, task.workdir, _tree_tar(task.judge_dir / "tests", "tests"))
     if prepared.state is not None:
         rt.put_archive(cid, "/", _tree_tar(prepared.state, "judge-state"))
     res = rt.exec(
         cid, TEST_COMMAND[tier], deadline_s=task.config.limits.total_timeout,
-        output_cap=LOG_CAP, workdir=WORKSPACE,
+        output_cap=LOG_CAP, workdir=task.workdir,
     )  # fmt: skip
     if (why := no_verdict(res)) is not None:
         return None, why
@@ -268,12 +279,12 @@ def _run_tests(
     return exit_code_cases(prepared.expected_ids, res.exit_code)
 
 
-def _workspace_contains(scope: GradingScope, cid: str, needle: bytes) -> bool:
-    """Whether `needle` occurs anywhere in the archived /workspace (streamed, overlap-safe)."""
+def _workdir_contains(scope: GradingScope, task: Task, cid: str, needle: bytes) -> bool:
+    """Whether `needle` occurs anywhere in the archived workdir (streamed, overlap-safe)."""
 
     finder = _Finder(needle)
     try:
-        scope.runtime.get_archive(cid, WORKSPACE, cast(BinaryIO, finder), WORKSPACE_BYTES * 2)
+        scope.runtime.get_archive(cid, task.workdir, cast(BinaryIO, finder), WORKSPACE_BYTES * 2)
     except ArchiveTooLarge:
         pass
     return finder.found

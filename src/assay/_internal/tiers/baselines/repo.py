@@ -1,17 +1,24 @@
 """The unsafe baselines for repository tasks: SWE-bench's harness, reproduced on purpose.
 
-  T0  swebench 5.0.2's evaluation, in one container: the agent edits the repository at
-      /workspace; then the files the test patch touches are written over whatever it left
-      (the eval script's reset + `git apply`), and the eval script's shape runs in the same
-      container: `>>>>> Start Test Output`, `pytest -rA <test files>`, `>>>>> End Test Output`,
-      `>>>>> Test Exit Code: N`. The log is graded as `harness/grading.py` does: the status map
-      from the log between the markers (its pytest parser: a line starting with a status word
-      gives the status of the id after it, last one wins), the run refused when the FIRST
-      exit-code marker in the log is non-zero while no test FAILED or ERRORed (the PR #620
-      cross-check, `parse_test_exit_code` uses `re.search`), FAIL_TO_PASS needing PASSED or
-      XFAIL, PASS_TO_PASS PASSED, XFAIL or SKIPPED.
-  T1  the agent's /workspace copied into a fresh container, the test files written as on T0,
-      `bash -lc 'pytest <test files>'`; its exit code is the reward.
+  T0  swebench 5.0.2's evaluation, in one container: the agent edits the repository at the
+      task's workdir (/workspace, or an imported instance's /testbed); then the files the test
+      patch touches are written over whatever it left (the eval script's reset + `git apply`),
+      and the eval script's shape runs in the same container: `>>>>> Start Test Output`,
+      `pytest -rA <test files>`, `>>>>> End Test Output`, `>>>>> Test Exit Code: N`. The log
+      is graded as `harness/grading.py` does: the status map from the log between the markers
+      (its pytest parser: a line starting with a status word gives the status of the id after
+      it, last one wins), the run refused when the FIRST exit-code marker in the log is
+      non-zero while no test FAILED or ERRORed (the PR #620 cross-check,
+      `parse_test_exit_code` uses `re.search`), FAIL_TO_PASS needing PASSED or XFAIL,
+      PASS_TO_PASS PASSED, XFAIL or SKIPPED.
+  T1  the agent's workdir copied into a fresh container, the test files written as on T0,
+      `pytest <test files>`; its exit code is the reward.
+
+Both run their script with `bash -c` in the image's environment, as SWE-bench's harness runs
+`/bin/bash /eval.sh` (not a login shell: Debian's /etc/profile would reset PATH), so `pytest` is
+the one the image puts first on PATH: an imported instance's activated conda-style env, whose
+development-mode install (.pth) makes the repository importable. eval.sh's own `source
+.../activate; conda activate testbed` is the same PATH the import wrote into the image's ENV.
 
 As in `baselines`, nothing here is hardened and nothing here may score anything.
 """
@@ -20,8 +27,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-
-from assay.errors import UsageError
 
 from ...model.task import Task
 from ...model.verdict import CaseResult
@@ -33,7 +38,6 @@ from ..repo.grade import load_test_patch, spec_of
 from ..repo.patch import touched_paths
 from ..repo.tree import pack, patched_test_files, read_pristine
 from .grade import (
-    WORKSPACE,
     BaselineOptions,
     BaselineRun,
     BaselineTier,
@@ -107,9 +111,8 @@ def run_repo_baseline(
     spec = spec_of(task)
     f2p, p2p = spec.fail_to_pass, spec.pass_to_pass
     assert f2p is not None
-    if task.workdir != WORKSPACE:
-        raise UsageError(f"the baselines run repositories at {WORKSPACE}, not {task.workdir}")
     opts = checked_options(tier, options)
+    workdir = task.workdir
     patches = load_test_patch(task)
     test_files = tuple(p for p in touched_paths(patches) if p.endswith(".py"))
     g = Grading(rt, task, tier, image, gid=grading_id or new_grading_id())
@@ -117,11 +120,11 @@ def run_repo_baseline(
 
     def tests(scope: GradingScope, cid: str, pristine: Path) -> Tested:
         tests_dir = scope.tempdir("tests")
-        rt.put_archive(cid, WORKSPACE, pack(patched_test_files(tests_dir, pristine, patches)))
+        rt.put_archive(cid, workdir, pack(patched_test_files(tests_dir, pristine, patches)))
         script = eval_script(test_files) if tier == "t0" else f"pytest {' '.join(test_files)}"
         res = rt.exec(
-            cid, ("bash", "-lc", script), deadline_s=task.config.limits.total_timeout,
-            output_cap=LOG_CAP, workdir=WORKSPACE,
+            cid, ("bash", "-c", script), deadline_s=task.config.limits.total_timeout,
+            output_cap=LOG_CAP, workdir=workdir,
         )  # fmt: skip
         if (why := no_verdict(res)) is not None:
             return Tested(None, n_ids, why)
@@ -133,7 +136,7 @@ def run_repo_baseline(
         return read_pristine(scope, task, g.task_image)
 
     def seed(cid: str, pristine: Path) -> None:
-        rt.put_archive(cid, WORKSPACE, pack(pristine))
+        rt.put_archive(cid, workdir, pack(pristine))
 
     return run_steps(g, source, opts, read, tests, seed)
 
