@@ -131,9 +131,24 @@ def test_grade_many_takes_a_predictions_file(imported: dict[str, Path], tmp_path
     )
     run = cli("grade-many", imported["rows"], "--predictions", mixed, "--out", tmp_path / "out")
     assert run.returncode == 0, run.stderr
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert "passed 1, failed 1, errors 0" in run.stderr, run.stderr
-    assert summary
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["failures"][0]["reasons"] == ["patch:empty"], summary
+    # A rerun keeps the gold verdict (its diff is the one recorded beside it); the empty patch
+    # has no tree to name, so it is graded again (no container: it fails before any).
+    again = cli("grade-many", imported["rows"], "--predictions", mixed, "--out", tmp_path / "out")
+    assert again.returncode == 0, again.stderr
+    assert "1 resumed, 1 graded now" in again.stderr, again.stderr
+    # Another diff for the same instance is graded again, never kept.
+    mixed.write_text(
+        json.dumps({"instance_id": CALC, "model_patch": gold[CALC] + "\n"})
+        + "\n"
+        + json.dumps({"instance_id": STRKIT, "model_patch": ""})
+        + "\n"
+    )
+    third = cli("grade-many", imported["rows"], "--predictions", mixed, "--out", tmp_path / "out")
+    assert third.returncode == 0, third.stderr
+    assert "0 resumed, 2 graded now" in third.stderr, third.stderr
 
 
 def test_the_agent_cannot_find_the_fix_commit(

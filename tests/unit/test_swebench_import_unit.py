@@ -296,3 +296,18 @@ def test_an_empty_or_oversized_patch_fails_before_any_container() -> None:
     big = check_patch(b"x" * (MAX_PATCH_BYTES + 1))
     assert big is not None and big.reason == "patch:too-large"
     assert check_patch(GOLD.encode()) is None
+
+
+def test_a_patch_verdict_is_kept_on_resume_only_for_the_same_diff(tmp_path: Path) -> None:
+    from assay._internal.batch.journal import PATCH_SUFFIX, recorded_tree, resume_digest
+
+    made = resume_digest(Patch(GOLD))
+    assert made == resume_digest(Patch(GOLD.encode())) and made != resume_digest(Patch(GOLD + " "))
+    assert resume_digest("a/path") is None
+    record = tmp_path / f"job{PATCH_SUFFIX}"
+    assert recorded_tree(tmp_path, "job", str(made)) is None  # no record: graded again
+    record.write_text(json.dumps({"submission": made, "tree": "sha256:" + "ab" * 32}))
+    assert recorded_tree(tmp_path, "job", str(made)) == "sha256:" + "ab" * 32
+    assert recorded_tree(tmp_path, "job", str(resume_digest(Patch("other")))) is None
+    record.write_text('{"submission": 1, "submission": 2}')  # not a record: graded again
+    assert recorded_tree(tmp_path, "job", str(made)) is None

@@ -6,6 +6,7 @@ object is written to a private temp file first, never unpacked by us.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from collections.abc import Iterator, Mapping
@@ -43,6 +44,13 @@ class Patch:
     one over 16 MiB with `patch:too-large`, one that does not apply with `patch:does-not-apply`."""
 
     diff: str | bytes
+
+    def resume_digest(self) -> str:
+        """The diff's digest: a batch keeps a verdict on resume only for the very same diff."""
+        data = self.diff
+        if isinstance(data, str):
+            data = data.encode("utf-8", "surrogateescape")
+        return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 Submission = Union[  # noqa: UP007  (a runtime alias: `X | Y` of these types is not one)

@@ -6,6 +6,9 @@ Layout (everything written atomically: a temp name, then a rename):
   OUT/<id>.dsse.json   one signed verdict per grading
   OUT/<id>.diag.json   its failed cases explained for the task owner, when there are any
                        (unsigned; model/diagnostics.py)
+  OUT/<id>.patch.json  for a diff submission (assay.Patch): the diff's digest and the digest of
+                       the tree it made, which the verdict names (a resume re-reads the diff,
+                       not the tree, which only an agent container can make again)
   OUT/summary.json     counts, pass rate, failures with reasons, errors
   OUT/log.jsonl        append-only events; `start` lines name grading ids
 """
@@ -32,6 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from assay.errors import AssayError, UsageError
 
 from ..firewall.check import Accepted, check
+from ..model.atomic import atomic_write
 from ..model.strict_json import StrictJSONError, loads_strict
 from ..model.task import Task
 from ..model.verdict import Verdict
@@ -46,6 +50,8 @@ LOG = "log.jsonl"
 LOCK = ".assay-batch.lock"
 ENVELOPE_SUFFIX = ".dsse.json"
 DIAGNOSTICS_SUFFIX = ".diag.json"
+PATCH_SUFFIX = ".patch.json"
+MAX_PATCH_RECORD = 4 << 10
 MAX_LOG_LINE = 64 << 10
 _GID = re.compile(r"^g-[0-9a-f]{16}$")
 
@@ -72,11 +78,47 @@ def finished_verdict(
         raise VerificationError("batch:other-task", "the verdict is for another task or version")
     if verdict.submission_digest is None:
         raise VerificationError("batch:no-submission-digest", "the verdict names no submission")
-    if submission_digest(task, job.submission) != verdict.submission_digest:
+    expected = submission_digest(task, job.submission)
+    if expected is None and (made := resume_digest(job.submission)) is not None:
+        expected = recorded_tree(out, job.id, made)
+    if expected != verdict.submission_digest:
         raise VerificationError(
             "batch:submission-changed", "the submission is not the one the verdict graded"
         )
     return verdict, data
+
+
+def resume_digest(submission: object) -> str | None:
+    """What a submission that is made in a container (an `assay.Patch`) says it is, for a
+    resume; None for any other (their digest is the firewall's, `submission_digest`)."""
+    fn = getattr(submission, "resume_digest", None)
+    value = fn() if callable(fn) else None
+    return value if isinstance(value, str) else None
+
+
+def record_patch(out: Path, job_id: str, submission: object, verdict: Verdict) -> None:
+    """Beside the verdict of a diff submission: which diff made the tree the verdict names."""
+    made = resume_digest(submission)
+    if made is None or verdict.submission_digest is None:
+        return
+    doc = {"submission": made, "tree": verdict.submission_digest}
+    atomic_write(out / f"{job_id}{PATCH_SUFFIX}", json.dumps(doc).encode())
+
+
+def recorded_tree(out: Path, job_id: str, made: str) -> str | None:
+    """The tree digest recorded for this very diff, or None (no record, another diff, or a
+    record that is not one)."""
+    try:
+        fd = os.open(out / f"{job_id}{PATCH_SUFFIX}", os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            doc = loads_strict(fh.read(MAX_PATCH_RECORD + 1), max_bytes=MAX_PATCH_RECORD,
+                               max_depth=1)  # fmt: skip
+    except (OSError, StrictJSONError):
+        return None
+    if not isinstance(doc, dict) or doc.get("submission") != made:
+        return None
+    tree = doc.get("tree")
+    return tree if isinstance(tree, str) else None
 
 
 class _Discard:

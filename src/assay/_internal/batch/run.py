@@ -54,6 +54,7 @@ from .journal import (
     envelope_path,
     exclusive,
     finished_verdict,
+    record_patch,
     remove_tempdirs,
     unfinished_gradings,
 )
@@ -518,6 +519,10 @@ class _Run:
                 msg = f"output: could not write the verdict ({exc.strerror or exc})"
                 return self.errored(job, gid, msg, t0)
             self.write_diagnostics(job.id, gid, judged.diagnostics)
+            try:
+                record_patch(self.out, job.id, job.submission, verdict)
+            except OSError:
+                pass  # without the record, a rerun grades the patch again: nothing is lost
         except NodeLostError as exc:
             with self.running_lock:
                 self.lost.append(gid)
