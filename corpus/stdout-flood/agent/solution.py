@@ -21,8 +21,15 @@ def solve(x):
         if capture is not None:
             capture.suspend_global_capture(in_=True)
     chunk = ("PASSED flood " + "x" * 65522 + "\n").encode()
-    end, sent = time.monotonic() + 600, 0
-    while time.monotonic() < end and sent < (8 << 30):
+    # Paced so that the 8 GiB bound can only be reached at the 600 s one: a flood that ends
+    # early (on /dev/null it would, at memory speed) made the outcome depend on machine load.
+    start, sent = time.monotonic(), 0
+    limit, rate = 8 << 30, (8 << 30) / 600
+    while sent < limit and (elapsed := time.monotonic() - start) < 600:
+        ahead = sent / rate - elapsed
+        if ahead > 0:
+            time.sleep(min(ahead, 1.0))
+            continue
         try:
             sent += os.write(1, chunk)
         except OSError:
