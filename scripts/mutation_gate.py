@@ -375,6 +375,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        "runner-kill-all",
+        "the runner killing every process of the candidate's uid after each case (kill(-1)), "
+        "whatever state /proc shows",
+        "src/assay/_incontainer/runner.py",
+        "            os.kill(-1, signal.SIGKILL)\n",
+        "            pass\n",
+        (
+            "tests/docker/test_runner_processes.py::"
+            "test_a_process_whose_main_thread_exited_does_not_reach_the_next_case[runc]",
+        ),
+    ),
+    Mutation(
+        "runner-orphan-cpu",
+        "a stdio test's CPU counting the orphans init reaped (work split across grandchildren)",
+        "src/assay/_incontainer/runner.py",
+        "    ticks = int(fields[13]) + int(fields[14])\n",
+        "    ticks = 0\n",
+        (
+            "tests/docker/test_runner_processes.py::"
+            "test_cpu_spent_in_orphaned_grandchildren_counts_against_the_limit[runc-0.8-False]",
+        ),
+    ),
+    Mutation(
         "runner-own-uid",
         "the runner keeping real and saved uid/gid of its own, which no candidate id matches",
         "src/assay/_incontainer/confine.py",

@@ -6,10 +6,12 @@ from __future__ import annotations
 import base64
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from assay._internal.model.task import load_task
+from assay._internal.runtime.base import Runtime
 from assay._internal.runtime.docker import DockerRuntime
 from assay._internal.runtime.scope import GradingScope
 from assay._internal.tiers.strict.grade import candidate_spec, runner_argv
@@ -22,17 +24,20 @@ def docker_rt(oci: str) -> DockerRuntime:
 
 
 def run_function(
-    rt: DockerRuntime,
+    rt: Runtime,
     image: str,
     tmp: Path,
     solution: str,
     inputs: list[Any],
     *,
     cid_out: list[str] | None = None,
+    task_dir: Path | None = None,
+    after: Callable[[Runtime, str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Call `solution:solve` once per input through /assay/runner.py; each result carries
-    `value` (the decoded return value, or None) next to the runner's own fields."""
-    task = load_task(ROOT / "tests" / "tasks" / "carry")
+    `value` (the decoded return value, or None) next to the runner's own fields. `after` is
+    called with the container once the runner has exited, before the container is removed."""
+    task = load_task(task_dir or ROOT / "tests" / "tasks" / "carry")
     files, ins = tmp / "files", tmp / "inputs"
     for d in (files, ins):
         d.mkdir()
@@ -48,6 +53,8 @@ def run_function(
         if cid_out is not None:
             cid_out.append(cid)
         run = rt.exec(cid, runner_argv(task), deadline_s=120, output_cap=1 << 20)
+        if after is not None:
+            after(rt, cid)
     assert run.exit_code == 0, (run.exit_code, run.stderr[-2000:])
     out = json.loads(run.stdout)["cases"]
     for c in out:

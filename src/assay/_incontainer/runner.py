@@ -6,6 +6,14 @@ over. It prints one JSON document on its own stdout. It starts as root and first
 uid of its own, with no capability left (confine.py): a candidate process sharing its uid
 could open /proc/<runner>/fd/1 or its memory and forge other cases' results.
 
+Killing and CPU accounting rest on the kernel's own bookkeeping, never on a listing the
+candidate can shape (issue 36). After a case, `kill(-1, SIGKILL)` reaches every process of the
+candidate's uid at once, and the case is over only when /proc holds no process of that uid in
+any state. A case's CPU is what the kernel added to the CPU of reaped children: the runner's
+(its case's process and what that reaped) and init's (every orphan, which init reaps). Reading
+/proc for live processes instead missed one whose main thread had exited while another ran
+(its stat reads `Z`), and the runner's own children's CPU missed every orphan.
+
 Function cases are forked from the runner by default (`--spawn fork`) instead of started as
 a new interpreter: the runner never loads candidate code, so each case's process starts as a
 copy of a process no candidate touched, and dies with its case (docs/security.md).
@@ -53,47 +61,58 @@ def counter(name: str) -> int:
     return -1
 
 
-def live_pids() -> set[int]:
-    """Pids of processes that still run (zombies excluded: they are already dead)."""
-    pids = set()
+KILL_DEADLINE_S = 5.0
+
+
+def candidate_pids(uid: int) -> list[int]:
+    """Every process whose real uid is `uid`, in any state (a zombie, or a process whose main
+    thread has exited, included: the kernel keeps its /proc entry, with its ids, until it is
+    reaped). The candidate can neither hide an entry nor change its uid."""
+    found = []
     for e in os.listdir("/proc"):
-        if e.isdigit():
-            try:
-                with open(f"/proc/{e}/stat", "rb") as fh:
-                    state = fh.read().rsplit(b")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if state != b"Z":
-                pids.add(int(e))
-    return pids
+        if not e.isdigit():
+            continue
+        try:
+            with open(f"/proc/{e}/status", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"Uid:"):
+                        if int(line.split()[1]) == uid:
+                            found.append(int(e))
+                        break
+        except (OSError, ValueError, IndexError):
+            continue  # gone since the listing
+    return found
 
 
-# Processes alive before any candidate ran (init, the container's keep-alive, us) are the
-# only ones spared; everything else was started by a candidate and must not outlive its case.
-TRUSTED: set[int] = set()
+def kill_all(uid: int, deadline_s: float = KILL_DEADLINE_S) -> bool:
+    """SIGKILL every process of the candidate and wait until none is left, not even as a
+    zombie; True then, False if some still existed at the deadline (the caller must not run
+    another case).
 
-
-def kill_others() -> int:
-    """SIGKILL every process not in TRUSTED until none is left (bounded rounds)."""
-    for _round in range(50):
-        found = 0
-        for pid in live_pids() - TRUSTED:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                found += 1
-            except (ProcessLookupError, PermissionError):
-                pass
-        while True:  # reap what we can so zombies do not eat the pids limit
+    `kill(-1)` is the kernel's own walk of its task list: it reaches every process the
+    runner's ids may signal (the candidate's uid), whatever state /proc shows, and spares
+    init and the keep-alive (root) and the runner. A fork in progress either completes before
+    the walk or fails. The runner reaps its own children; init reaps the orphans."""
+    end = time.monotonic() + deadline_s
+    delay = 0.0005
+    while True:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):  # nothing of the candidate's is left
+            pass
+        while True:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
                 break
-        if not found:
-            return 0
-        time.sleep(0.01)
-    return found
+        if not candidate_pids(uid):
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
 
 
 def reset_path(path: str) -> None:
@@ -258,10 +277,12 @@ def run_one(
     env: dict[str, str],
     fork: tuple[Any, str] | None,
     become: Any,
-) -> tuple[str, int | None, dict[str, bytes], str | None, float]:
+    uid: int,
+) -> tuple[str, int | None, dict[str, bytes], str | None, float, bool]:
     """Run argv (or, with `fork` = (call module, entry), fork the function call) in a process
-    that first calls `become` (the drop to the candidate's uid); return (status, exit_code,
-    outputs dict, limit, seconds)."""
+    that first calls `become` (the drop to the candidate's uid, `uid`); return (status, exit_code,
+    outputs dict, limit, seconds, alone): `alone` is False when some process of the candidate
+    could not be killed (`kill_all`)."""
     extra: tuple[int, ...] = ()
     rfd = wfd = None
     if result_pipe:
@@ -288,7 +309,7 @@ def run_one(
                 preexec_fn=become,
             )
     except OSError as exc:
-        return "error", None, {"stderr": str(exc).encode()}, None, 0.0
+        return "error", None, {"stderr": str(exc).encode()}, None, 0.0, kill_all(uid)
     if wfd is not None:
         os.close(wfd)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -343,14 +364,14 @@ def run_one(
     seconds = time.monotonic() - t0
     if proc.poll() is None:
         proc.kill()
-    proc.wait()  # reap our own child before kill_others' waitpid(-1) could steal its status
-    kill_others()
+    proc.wait()  # reap our own child before kill_all's waitpid(-1) could steal its status
+    alone = kill_all(uid)
     proc.stdout.close()
     proc.stderr.close()
     if rfd is not None:
         os.close(rfd)
     outs = {k: bytes(v[:cap]) for k, v in bufs.items()}
-    return status, proc.returncode if status == "ok" else None, outs, limit, seconds
+    return status, proc.returncode if status == "ok" else None, outs, limit, seconds, alone
 
 
 def cpu_capped(become: Any, seconds: float) -> Any:
@@ -365,10 +386,18 @@ def cpu_capped(become: Any, seconds: float) -> Any:
     return capped
 
 
-def children_cpu() -> float:
-    """CPU seconds of every child the runner has reaped (its cases' processes)."""
+def reaped_cpu() -> float:
+    """CPU seconds of every process reaped so far by the runner (each case's own process, with
+    what it reaped) or by init (every orphan: the runner's exec has no parent in the
+    container, so orphans go to PID 1). Once `kill_all` has returned True, every process a
+    case started is in one of the two, so the difference across a case is all of its CPU.
+    Init's share is read from its /proc stat (cutime, cstime: readable by any uid)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    with open("/proc/1/stat", "rb") as fh:
+        fields = fh.read().rsplit(b")", 1)[1].split()
+    # After the command's ")": state is field 3, so cutime (16) and cstime (17) are 13 and 14.
+    ticks = int(fields[13]) + int(fields[14])
+    return usage.ru_utime + usage.ru_stime + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def over_cpu(code: int | None, used: float, seconds: float) -> bool:
@@ -410,11 +439,11 @@ def main() -> None:
     ap.add_argument("--keep-stderr", action="store_true")
     a = ap.parse_args()
     if b"init" not in open("/proc/1/cmdline", "rb").read():
-        # kill_others() kills every process it may: only sane inside a container's own
+        # kill_all() kills every process it may: only sane inside a container's own
         # pid namespace (PID 1 is docker-init).
         raise SystemExit("runner: refusing to run outside a container")
     confine = load_sibling("confine")
-    # Before anything else: from here on no capability is left, so kill_others() cannot reach
+    # Before anything else: from here on no capability is left, so kill_all() cannot reach
     # beyond the candidate's uid, and no process of the candidate can reach ours.
     confine.take_own_uid()
     confine.deny_sysv_ipc()
@@ -425,7 +454,6 @@ def main() -> None:
     os.close(devnull)
     # Loaded before any candidate code runs, so every forked case starts from trusted state.
     call = load_sibling("call") if a.kind == "function" and a.spawn == "fork" else None
-    TRUSTED.update(live_pids())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with open(a.cases, "rb") as fh:
         cases = json.loads(fh.read(MAX_CASES_BYTES + 1)[:MAX_CASES_BYTES])
@@ -468,12 +496,12 @@ def main() -> None:
         become = confine.become_candidate
         if a.cpu_seconds is not None:
             become = cpu_capped(become, a.cpu_seconds)
-        cpu_before = children_cpu()
-        status, code, outs, limit, secs = run_one(
+        cpu_before = reaped_cpu()
+        status, code, outs, limit, secs, alone = run_one(
             argv, stdin, cwd, a.case_timeout, a.output_cap, result_pipe, case_env(),
-            (call, a.entry) if call is not None else None, become,
+            (call, a.entry) if call is not None else None, become, confine.CANDIDATE_UID,
         )  # fmt: skip
-        if a.cpu_seconds is not None and over_cpu(code, children_cpu() - cpu_before, a.cpu_seconds):
+        if a.cpu_seconds is not None and over_cpu(code, reaped_cpu() - cpu_before, a.cpu_seconds):
             status, code, limit = "limit", None, "cpu"
         packed = b""
         if a.kind == "transform":
@@ -495,6 +523,8 @@ def main() -> None:
                 status, limit = "limit", name
         if a.kind == "function" and status == "ok" and code != 0:
             status = "crash"
+        if not alone:
+            dirty.insert(0, "processes")
         if dirty:
             status, limit = "residue", ",".join(dirty)
         signum: int | None = None

@@ -365,11 +365,12 @@ def stage_from_report(raw: bytes, hit: Sequence[str], output_cap: int) -> Stage:
         else:
             stage = Stage("finished", code, signum, stdout, stderr, float(secs), limit)
     elif status == "residue":
-        # The program left what could not be removed from a scratch place (which the runner
-        # names): its own doing, and the place is disk.
+        # The program left what could not be removed (the runner names it): processes that
+        # outlived their kill, or a scratch place that could not be emptied. Its own doing.
         if limit is None:
             raise UnreadableReport("a residue that names no place")
-        stage = Stage("finished", code, signum, stdout, stderr, float(secs), "disk")
+        left = "pids" if str(limit).split(",")[0] == "processes" else "disk"
+        stage = Stage("finished", code, signum, stdout, stderr, float(secs), left)
     elif status == "error":
         detail = stderr[-400:].decode("utf-8", "replace")
         raise RuntimeError_(f"the runner could not start the program: {shown(detail, 400)}")
