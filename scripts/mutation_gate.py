@@ -774,6 +774,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         "stdio-runner-cpu-limit",
         "each stdio test's process under RLIMIT_CPU (a busy loop ends at its CPU seconds)",
         "src/assay/_incontainer/runner.py",
+    Mutation(
+        "checker-numbers-tolerance-as-written",
+        "the numbers checker taking a tolerance as the decimal the task wrote, not its float's "
+        "binary value",
+        "src/assay/_incontainer/checkers.py",
+        "    return Decimal(repr(tol)) if isinstance(tol, float) else Decimal(tol)\n",
+        "    return Decimal(tol)\n",
+        ("tests/unit/test_checkers.py::test_numbers_the_issues_two_cases_now_agree",),
+    ),
+    Mutation(
+        "checker-numbers-exact-boundary",
+        "the numbers checker failing a difference that only equals the bound once rounded",
+        "src/assay/_incontainer/checkers.py",
+        "    return not ctx.flags[Inexact]\n",
+        "    return True\n",
+        ("tests/unit/test_checkers.py::test_numbers_hostile_exponents_are_decided_exactly",),
+    ),
         "            become = cpu_capped(become, a.cpu_seconds)\n",
         "            become = become\n",
         ("tests/docker/test_stdio.py::test_each_way_a_test_fails_has_its_own_reason[limit:cpu]",),

@@ -7,10 +7,13 @@ the code: the comment or the test name says which rule decides it.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import stat
 import sys
 import textwrap
+from decimal import Context, Decimal
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +204,8 @@ def test_numbers_huge_literals_are_exact_and_do_not_overflow() -> None:
     assert ok("numbers", big[:-1] + b"1", big, abs_tol=1, rel_tol=0) == OK  # |d| = 1 <= 1
     assert ok("numbers", b"-" + big, big) == WA
     assert ok("numbers", b"1e400", b"0") == WA
-    # An exponent past Decimal's range (~1e18) is no NUMBER: the answer token is exact.
+    # An exponent past EXP_LIMIT (and past Decimal's own range) is no NUMBER: the answer token
+    # is exact.
     huge_exp = b"1e99999999999999999999"
     assert ok("numbers", huge_exp, b"0") == WA
     assert ok("numbers", huge_exp, huge_exp) == OK
@@ -212,6 +216,154 @@ def test_numbers_a_megabyte_long_literal_returns() -> None:
     digits = b"7" * (1 << 20)
     assert ok("numbers", digits, digits[:-1] + b"8", abs_tol=0, rel_tol=0) == WA
     assert ok("numbers", digits, digits[:-1] + b"8") == OK  # 1 <= 1e-9 * 7.7e1048575
+
+
+# The boundary. Every token below is built by exact decimal arithmetic from the answer and the
+# tolerance as written, so each expected verdict is the rule's: |out - ans| <= abs_tol or
+# <= rel_tol * |ans|, boundary included, tolerances as the task wrote them. Every sum and
+# product fits in EXACT, so none is rounded (Decimal's operators would use the default 28-digit
+# context: the tests go through EXACT's methods and copy_* only).
+EXACT = Context(prec=1000)
+
+
+def _num(value: Decimal) -> bytes:
+    return str(value).encode()  # Decimal's str is a NUMBER: '1.000001', '3.5E-300', '-1E+2'
+
+
+def _bound(answer: str, tol: str, relative: bool) -> Decimal:
+    return EXACT.multiply(Decimal(tol), Decimal(answer).copy_abs()) if relative else Decimal(tol)
+
+
+def _tols(tol: str, relative: bool) -> dict[str, float]:
+    return (
+        {"abs_tol": 0.0, "rel_tol": float(tol)}
+        if relative
+        else {"abs_tol": float(tol), "rel_tol": 0.0}
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "tol", "relative"),
+    [
+        ("1", "1e-6", False),
+        ("1", "1e-9", False),
+        ("1", "1e-4", False),
+        ("1", "1e-5", False),
+        ("0", "1e-6", False),
+        ("-1", "1e-6", False),
+        ("-273.15", "1e-4", False),
+        ("1", "0.1", False),  # the float 0.1 is above 0.1
+        ("1", "0.3", False),  # the float 0.3 is below 0.3
+        ("1", "1e-6", True),
+        ("1000000", "1e-6", True),
+        ("123456789012345678901234567890", "1e-9", True),
+        ("-987654321.125", "1e-9", True),
+        ("3.5e-300", "1e-6", True),
+        ("-2.5e-300", "1e-4", True),
+        ("7e300", "1e-9", True),
+        ("1e-320", "2.5e-7", True),
+        ("5e400", "1e-6", True),  # beyond a float: only the decimal rule can decide it
+    ],
+)
+def test_numbers_boundary_is_exact_both_ways(answer: str, tol: str, relative: bool) -> None:
+    ans, bound, kw = Decimal(answer), _bound(answer, tol, relative), _tols(tol, relative)
+    # A nudge far below the bound's last digit: only an exact comparison sees it.
+    nudge = EXACT.multiply(bound, Decimal("1e-25"))
+    for step, tiny in ((bound, nudge), (bound.copy_negate(), nudge.copy_negate())):
+        at = EXACT.add(ans, step)
+        assert ok("numbers", _num(at), answer.encode(), **kw) == OK, at  # exactly at the bound
+        just_in = EXACT.subtract(at, tiny)
+        assert ok("numbers", _num(just_in), answer.encode(), **kw) == OK, just_in
+        just_out = EXACT.add(at, tiny)
+        assert ok("numbers", _num(just_out), answer.encode(), **kw) == WA, just_out
+
+
+def test_numbers_the_issues_two_cases_now_agree() -> None:
+    """Issue 36: against the tolerances' binary values, 1.000001 for 1 failed at 1e-6 (the
+    float 1e-6 is below 0.000001) while 1.000000001 passed at 1e-9 (the float is above)."""
+    assert ok("numbers", b"1.000001", b"1", abs_tol=1e-6, rel_tol=0) == OK
+    assert ok("numbers", b"1.000000001", b"1", abs_tol=1e-9, rel_tol=0) == OK
+    assert ok("numbers", b"1.0000010000000001", b"1", abs_tol=1e-6, rel_tol=0) == WA
+    assert ok("numbers", b"1.0000000010000001", b"1", abs_tol=1e-9, rel_tol=0) == WA
+    assert ok("numbers", b"1.000001", b"1", abs_tol=0, rel_tol=1e-6) == OK
+    assert ok("numbers", b"0.999999", b"1", abs_tol=0, rel_tol=1e-6) == OK
+    assert ok("numbers", b"0.9999989999999999", b"1", abs_tol=0, rel_tol=1e-6) == WA
+
+
+def test_numbers_either_tolerance_suffices_and_relative_is_to_the_answer() -> None:
+    tol = {"abs_tol": 1e-6, "rel_tol": 1e-9}
+    # |d| = 1e-6: the absolute bound, exactly, though 1e-9 * 1 is far smaller.
+    assert ok("numbers", b"1.000001", b"1", **tol) == OK
+    # |d| = 1: the relative bound 1e-9 * 1e9, exactly, though 1e-6 is far smaller.
+    assert ok("numbers", b"1000000001", b"1000000000", **tol) == OK
+    assert ok("numbers", b"1000000001.000001", b"1000000000", **tol) == WA
+    # Relative to the answer, not the output: 1e-9 * 999999999 < 1 = |d|.
+    assert ok("numbers", b"1000000000", b"999999999", **tol) == WA
+
+
+def test_numbers_hostile_exponents_are_decided_exactly() -> None:
+    """A span of a billion digits between the two sides, at an abs_tol of exactly 1: the
+    difference is 1 - 1e-999999999 (inside) or 1 + 1e-999999999 (outside)."""
+    one = {"abs_tol": 1.0, "rel_tol": 0.0}
+    assert ok("numbers", b"1e-999999999", b"1", **one) == OK
+    assert ok("numbers", b"-1e-999999999", b"1", **one) == WA
+    assert ok("numbers", b"1", b"1e-999999999", **one) == OK  # the answer's side this time
+    assert ok("numbers", b"1", b"-1e-999999999", **one) == WA
+    # A hundred zeros: rounding the difference to 60 digits (the old code) passed this one.
+    assert ok("numbers", b"2." + b"0" * 100 + b"1", b"1", **one) == WA
+    assert ok("numbers", b"1.9" + b"9" * 100, b"1", **one) == OK
+    assert ok("numbers", b"1e999999999", b"1") == WA
+    assert ok("numbers", b"1", b"1e999999999") == WA
+    assert ok("numbers", b"1e-999999999", b"0", abs_tol=1e-9, rel_tol=0) == OK
+    assert ok("numbers", b"1e-999999999", b"0", abs_tol=0, rel_tol=1) == WA  # 1 * |0| = 0
+    # Relative at the top of the range: the bound is 1e-9 * 1e999999999 = 1e999999990.
+    assert ok("numbers", b"1.000000001e999999999", b"1e999999999") == OK
+    assert ok("numbers", b"1.0000000010000000000000000001e999999999", b"1e999999999") == WA
+    # 60,000 such comparisons, each inside the default 1e-9 tolerances: 1e999999989 against a
+    # relative bound of 1.0000000001e999999990, 1e-999999999 and 1e-22 against abs_tol.
+    output = b" ".join([b"1e999999999", b"-1e-999999999", b"-2.5000000000000000000001"] * 20000)
+    answer = b" ".join([b"1.0000000001e999999999", b"0", b"-2.5"] * 20000)
+    assert ok("numbers", output, answer) == OK
+
+
+def test_numbers_exponent_limit_is_ten_to_the_fifteen() -> None:
+    """EXP_LIMIT: a literal whose first digit is at 10**(+-10**15) is a number; one power of
+    ten beyond is not, so its answer token is compared as bytes."""
+    assert checkers.EXP_LIMIT == 10**15
+    assert ok("numbers", b"1e1000000000000000", b"10e999999999999999") == OK
+    assert ok("numbers", b"1e-1000000000000000", b"0.1e-999999999999999") == OK
+    assert ok("numbers", b"1e1000000000000001", b"10e1000000000000000") == WA
+    assert ok("numbers", b"1e-1000000000000001", b"0.1e-1000000000000000") == WA
+    assert ok("numbers", b"1e1000000000000001", b"1e1000000000000001") == OK  # same bytes
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_numbers_agrees_with_a_fraction_oracle_near_the_boundary(seed: int) -> None:
+    """The rule computed independently with Fractions, on values placed within a few units of
+    the 30th digit around each side's bound, with both tolerances at once."""
+    rng = random.Random(seed)
+    tols = ["1e-6", "1e-9", "1e-4", "1e-5", "0.1", "0.3", "2.5e-7", "0", "1"]
+    for _ in range(500):
+        answer = Decimal(f"{rng.choice('-+')}{rng.randrange(1, 10**12)}e{rng.randrange(-30, 30)}")
+        abs_s, rel_s = rng.choice(tols), rng.choice(tols)
+        bound = max(Decimal(abs_s), EXACT.multiply(Decimal(rel_s), answer.copy_abs()))
+        unit = EXACT.multiply(bound if bound else Decimal(1), Decimal("1e-30"))
+        step = bound if rng.random() < 0.5 else bound.copy_negate()
+        nudge = EXACT.multiply(Decimal(rng.randrange(-3, 4)), unit)
+        out = EXACT.add(EXACT.add(answer, step), nudge)
+        got = ok("numbers", _num(out), _num(answer), abs_tol=float(abs_s), rel_tol=float(rel_s))
+        diff = abs(Fraction(out) - Fraction(answer))
+        want = diff <= Fraction(abs_s) or diff <= Fraction(rel_s) * abs(Fraction(answer))
+        assert got == (OK if want else WA), (out, answer, abs_s, rel_s)
+
+
+def test_numbers_tolerance_is_the_decimal_the_task_wrote() -> None:
+    assert checkers.tolerance(1e-6) == Decimal("0.000001")
+    assert checkers.tolerance(0.1) == Decimal("0.1")
+    assert checkers.tolerance(0.0) == 0
+    assert checkers.tolerance(2) == 2
+    # 15 significant digits always read back as written.
+    assert checkers.tolerance(float("1.23456789012345e-7")) == Decimal("1.23456789012345e-7")
 
 
 # -- unordered-lines ----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import io
 import json
 import math
 from contextlib import redirect_stdout
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,22 @@ def test_float_abs_tol_and_rel_tol() -> None:
     assert not check("float", 1.0, 1.0 + 1e-5, abs_tol=1e-6, rel_tol=0)
     assert check("float", 1e6, 1e6 + 1, abs_tol=0, rel_tol=1e-5)
     assert not check("float", 1e6, 1e6 + 100, abs_tol=0, rel_tol=1e-5)
+
+
+def test_float_is_math_isclose_on_the_doubles_not_the_numbers_decimal_rule() -> None:
+    """docs/tasks.md: a function's result is a double, so `float` keeps Python's own
+    math.isclose on the doubles (what a benchmark's own assert computes, and what the
+    HumanEval importer's nextafter tolerance relies on), not `numbers`' rule over decimals as
+    written, which passes "1.3" for "1" at 0.3 (test_checkers.py). The doubles nearest 1.3 and
+    0.3 are 1 + 0.30000000000000004... and 0.29999999999999998...: 1.3 is outside."""
+    assert Fraction(1.3) - 1 > Fraction(0.3)
+    assert not check("float", 1.0, 1.3, abs_tol=0.3, rel_tol=0)
+    assert Fraction(1.0001) - 1 <= Fraction(1e-4)  # and the double nearest 1.0001 is inside
+    assert check("float", 1.0, 1.0001, abs_tol=1e-4, rel_tol=0)
+    # Relative to the larger magnitude of the two (isclose), not to the expected value: 1 is
+    # within 0.5 * 2 of 2 whichever side is expected.
+    assert check("float", 1.0, 2.0, abs_tol=0, rel_tol=0.5)
+    assert check("float", 2.0, 1.0, abs_tol=0, rel_tol=0.5)
 
 
 def test_float_task_defaults_and_case_override() -> None:

@@ -21,12 +21,18 @@ Built-in checkers, `check(name, output, answer, abs_tol=, rel_tol=)`:
 - tokens-ci: as tokens, ASCII letters compared case-insensitively (bytes.lower()).
 - numbers: as tokens, except where the answer token is a decimal literal (grammar NUMBER
   below). Then the output token must be a decimal literal too, and
-  |out - ans| <= abs_tol or |out - ans| <= rel_tol * |ans|, computed exactly in decimal (a
-  token of any length, 1e400 or ten thousand digits, is compared without overflow or
-  rounding to a float). NUMBER is `-?(D+(.D*)?|.D+)([eE][+-]?D+)?`, D = ASCII 0-9: no
-  leading '+' (no program's plain print writes one), no nan/inf, no hex, no underscores, no
-  non-ASCII digits; a literal that Python's Decimal cannot hold (an exponent beyond about
-  +-10**18) is not a number. An answer token that is not a NUMBER is compared exactly.
+  |out - ans| <= abs_tol or |out - ans| <= rel_tol * |ans| (the boundary included: testlib's
+  doubleCompare, relative to the answer), decided exactly: out and ans are the tokens' decimal
+  values as written, and each tolerance is the decimal the task wrote, i.e. the shortest
+  decimal that reads back as the same float (Python's repr: 1e-6 is 0.000001, not the binary
+  9.99999999999999954748e-07). So 1.000001 for 1 passes at abs_tol 1e-6 and 1.0000010000001
+  fails, whatever the tolerance's binary value; nothing is rounded to a float, and a token of
+  any length (ten thousand digits) or exponent (1e999999999) is decided without overflow, in
+  time linear in the tokens' lengths. NUMBER is `-?(D+(.D*)?|.D+)([eE][+-]?D+)?`, D = ASCII
+  0-9: no leading '+' (no program's plain print writes one), no nan/inf, no hex, no
+  underscores, no non-ASCII digits, and no literal whose first digit's power of ten is beyond
+  +-10**15 (EXP_LIMIT: 1e1000000000000000 is a NUMBER, 1e1000000000000001 is not). An answer
+  token that is not a NUMBER is compared exactly.
 - unordered-lines: the multiset of lines after the `lines` normalisation (duplicates count).
 
 Reasons: compare:presentation when an `exact` or `lines` output has the answer's tokens and
@@ -66,7 +72,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, InvalidOperation
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_DOWN, Context, Decimal, Inexact, InvalidOperation
 
 CHECKERS = ("exact", "lines", "tokens", "numbers", "tokens-ci", "unordered-lines")
 PROGRAM_CHECKERS = ("python", "testlib")
@@ -83,9 +89,11 @@ _WS_BYTE = re.compile(rb"[ \t\n\r\x0b\x0c]")
 # match per token.
 CHUNK = 1 << 20
 NUMBER = re.compile(rb"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
-# Exact enough: 60 significant digits for the difference and the tolerance product; exponents
-# as wide as Decimal allows; no traps, so an overflow is an infinity, never an exception.
-_CTX = Context(prec=60, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[])
+# A NUMBER's leading digit sits within 10**+-EXP_LIMIT. Decimal's own exponents reach about
+# +-10**18, so no sum, difference or product of two NUMBERs and a tolerance (a float's exponent
+# is within +-400; a token's last digit lies at most its length below its first) can overflow,
+# underflow or lose digits to subnormal rounding: what _within proves relies on it.
+EXP_LIMIT = 10**15
 
 
 def check(
@@ -208,7 +216,11 @@ def _numbers(output: bytes, answer: bytes, abs_tol: float, rel_tol: float) -> bo
         return True
     if out.count(b" ") != ans.count(b" ") or not out or not ans:
         return False
-    abs_d, rel_d = Decimal(abs_tol), Decimal(rel_tol)  # exact values of the floats
+    abs_d, rel_d = tolerance(abs_tol), tolerance(rel_tol)
+    tol_digits = max(_digits(abs_d), _digits(rel_d))
+    # Making a Context costs more than _within itself. Keyed by a length of the answer's
+    # tokens, never by output bytes.
+    contexts: dict[int, Context] = {}
     for lo, la in _aligned(out, ans):
         if lo == la:
             continue
@@ -221,10 +233,56 @@ def _numbers(output: bytes, answer: bytes, abs_tol: float, rel_tol: float) -> bo
             got = number(o)
             if got is None:
                 return False
-            diff = _CTX.abs(_CTX.subtract(got, want))
-            if not (diff <= abs_d or diff <= _CTX.multiply(rel_d, _CTX.abs(want))):
+            # len(a) bounds the answer's digits without listing them (as_tuple would build a
+            # tuple of every digit of a megabyte-long token).
+            prec = len(a) + tol_digits + 2
+            ctx = contexts.get(prec)
+            if ctx is None:
+                ctx = contexts[prec] = _context(prec)
+            if not _within(got, want, abs_d, rel_d, ctx):
                 return False
     return True
+
+
+def tolerance(tol: float) -> Decimal:
+    """A tolerance as the task wrote it. TOML and JSON turn `1e-6` into the nearest float,
+    9.99999999999999954748e-07, and `1e-9` into one just above 1e-9; comparing with those
+    would put 1 + 1e-6 outside a 1e-6 tolerance and 1 + 1e-9 inside a 1e-9 one. A float's
+    shortest round-trip decimal (repr) is the literal the author wrote whenever it had at most
+    15 significant digits, and it is what the task's toml shows; an int is exact already."""
+    return Decimal(repr(tol)) if isinstance(tol, float) else Decimal(tol)
+
+
+def _digits(value: Decimal) -> int:
+    return len(value.as_tuple().digits)
+
+
+def _context(prec: int) -> Context:
+    return Context(prec=prec, rounding=ROUND_DOWN, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[])
+
+
+def _within(got: Decimal, want: Decimal, abs_tol: Decimal, rel_tol: Decimal, ctx: Context) -> bool:
+    """|got - want| <= max(abs_tol, rel_tol * |want|), decided exactly. `ctx` rounds toward
+    zero, with a precision above the number of significant digits of want plus those of
+    either tolerance.
+
+    The work is bounded by the precision, not by the exponents: 1e999999999 against 1 would
+    need a billion digits to subtract exactly. Instead the difference is cut toward zero to
+    prec digits (libmpdec takes time linear in the operands' digits whatever their exponents),
+    and the cut decides exactly. The bound (the larger tolerance; the product is exact at this
+    precision) has fewer than prec significant digits, so it is either a whole number of the
+    cut's last-digit units or larger than every prec-digit number of the cut's decade; it is
+    never strictly between the cut and the cut plus one unit, which is where the true
+    difference lies when the cut lost digits. So cut < bound means true < bound, and
+    cut == bound means true > bound unless the cut was exact."""
+    if got == want:
+        return True
+    ctx.clear_flags()
+    bound = max(abs_tol, ctx.multiply(rel_tol, want.copy_abs()))
+    diff = ctx.subtract(got, want).copy_abs()
+    if diff != bound:
+        return diff < bound
+    return not ctx.flags[Inexact]
 
 
 def number(token: bytes) -> Decimal | None:
@@ -232,9 +290,12 @@ def number(token: bytes) -> Decimal | None:
     if NUMBER.fullmatch(token) is None:
         return None
     try:
-        return Decimal(token.decode("ascii"))
+        value = Decimal(token.decode("ascii"))
     except InvalidOperation:  # an exponent beyond Decimal's range
         return None
+    if abs(value.adjusted()) > EXP_LIMIT:
+        return None
+    return value
 
 
 # -- task checker programs ------------------------------------------------------------------
