@@ -349,11 +349,23 @@ MUTATIONS: tuple[Mutation, ...] = (
         "docker-no-new-privileges",
         "no-new-privileges in every hardened container (the image ships setuid-root binaries)",
         "src/assay/_internal/runtime/docker.py",
-        '                    security_opt=["no-new-privileges"],\n',
-        "",
+        '                    security_opt=["no-new-privileges", self._seccomp],\n',
+        "                    security_opt=[self._seccomp],\n",
         (
             f"{HARDENING}::test_host_config_drops_caps_and_new_privileges[runc]",
             f"{HARDENING}::test_candidate_process_has_no_capabilities[runc]",
+        ),
+    ),
+    Mutation(
+        "docker-seccomp-profile",
+        "assay's seccomp profile (moby's current default) on every hardened Docker container, "
+        "not the engine's own (Docker 20.10's allows io_uring)",
+        "src/assay/_internal/runtime/docker.py",
+        '                    security_opt=["no-new-privileges", self._seccomp],\n',
+        '                    security_opt=["no-new-privileges"],\n',
+        (
+            "tests/docker/test_seccomp_docker.py::"
+            "test_a_hardened_container_refuses_io_uring_and_vsock",
         ),
     ),
     Mutation(

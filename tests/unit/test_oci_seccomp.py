@@ -1,6 +1,7 @@
 """Docker's default seccomp profile converted for runc (`runtime/oci/seccomp.py`), off the
-engine: the packaged profile is moby's, its capability-gated syscalls appear only with their
-capability, and the conversion's filters behave as moby's setupSeccomp. That real runc accepts
+engine: the packaged profile is moby's current one, its capability-gated syscalls appear only
+with their capability, what current Docker refuses (io_uring, AF_ALG and AF_VSOCK sockets) is
+refused, and the conversion's filters behave as moby's setupSeccomp. That real runc accepts
 the result and enforces it is tests/docker/test_oci_seccomp_runc.py's job."""
 
 from __future__ import annotations
@@ -41,21 +42,82 @@ def _rules_for(conf: dict[str, Any], name: str) -> list[dict[str, Any]]:
     return [rule for rule in conf["syscalls"] if name in rule["names"]]
 
 
-def test_the_packaged_profile_is_moby_v20_10_27s_default_json_byte_for_byte() -> None:
-    """The git blob id of profiles/seccomp/default.json at moby tag v20.10.27."""
+def test_the_packaged_profile_is_moby_profiles_seccomp_v0_2_3_default_json_byte_for_byte() -> None:
+    """The git blob id of seccomp/default.json at github.com/moby/profiles tag seccomp/v0.2.3,
+    the file moby's tag docker-v29.7.2 vendors (not v20.10.27's bf58ad33...)."""
     data = (
         resources.files(seccomp.__package__ or "").joinpath(seccomp.PROFILE_RESOURCE).read_bytes()
     )
     blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-    assert blob == "bf58ad33de336411e28d50d3d3a7776ab0ade07a"
+    assert blob == "ea5a494afb8d64898fa0f4f47ae0c4f5ba9cbbc9"
 
 
-def test_the_default_action_refuses_with_an_errno_and_x86_64_covers_its_sub_abis() -> None:
+def test_the_default_action_refuses_with_eperm_and_x86_64_covers_its_sub_abis() -> None:
     conf = _convert()
     assert conf["defaultAction"] == "SCMP_ACT_ERRNO"
-    # 20.10's profile has no defaultErrnoRet: runc then returns EPERM, as under Docker.
-    assert "defaultErrnoRet" not in conf
+    assert conf["defaultErrnoRet"] == 1  # EPERM, carried to runc as moby carries it
     assert conf["architectures"] == ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"]
+
+
+def _every_cap() -> frozenset[str]:
+    return frozenset(
+        c for rule in _profile()["syscalls"] for c in (rule.get("includes") or {}).get("caps", [])
+    )
+
+
+@pytest.mark.parametrize("syscall", ["io_uring_setup", "io_uring_enter", "io_uring_register"])
+def test_io_uring_is_in_no_rule_with_any_capability_on_any_kernel(syscall: str) -> None:
+    """moby #46762 (Docker 25): io_uring left the allow list, so the default action (EPERM)
+    refuses it; 20.10's profile allowed all three unconditionally."""
+    for caps in (frozenset(), _every_cap()):
+        for kernel in (OLD, NEW, (255, 255)):
+            assert all(syscall not in rule["names"] for rule in _convert(caps, kernel)["syscalls"])
+
+
+def test_socket_is_allowed_for_every_family_but_af_alg_and_af_vsock() -> None:
+    """socket(2) is allowed only through three argument rules on the family (arg 0), which
+    runc ORs: below 38, exactly 39, above 40. So AF_ALG (38, the kernel crypto API) and
+    AF_VSOCK (40) match none and get the default EPERM; AF_UNIX (1), AF_INET (2), AF_INET6
+    (10), AF_NETLINK (16) and AF_PACKET (17) match the first."""
+    for caps in (frozenset(), _every_cap()):
+        rules = _rules_for(_convert(caps), "socket")
+        assert all(r["names"] == ["socket"] and r["action"] == "SCMP_ACT_ALLOW" for r in rules)
+        conds = [(r["args"][0]["op"], r["args"][0]["value"]) for r in rules]
+        assert all(len(r["args"]) == 1 and r["args"][0]["index"] == 0 for r in rules)
+
+        def allowed(family: int) -> bool:
+            ops = {"SCMP_CMP_LT": family.__lt__, "SCMP_CMP_EQ": family.__eq__}
+            ops["SCMP_CMP_GT"] = family.__gt__
+            return any(ops[op](value) for op, value in conds)
+
+        assert [f for f in range(0, 64) if not allowed(f)] == [38, 40]
+
+
+@pytest.mark.parametrize(
+    "syscall",
+    ["cachestat", "fchmodat2", "map_shadow_stack", "futex_wait", "futex_wake", "futex_requeue",
+     "futex_waitv", "mseal", "statmount", "listmount", "landlock_create_ruleset", "memfd_secret",
+     "process_mrelease", "pkey_alloc", "getxattrat", "uretprobe", "rseq", "close_range"],
+)  # fmt: skip
+def test_syscalls_current_docker_allows_unconditionally(syscall: str) -> None:
+    (rule,) = _rules_for(_convert(kernel=OLD), syscall)
+    assert rule["action"] == "SCMP_ACT_ALLOW" and "args" not in rule
+
+
+def test_the_conversion_keeps_every_moby_rule_a_process_without_caps_gets() -> None:
+    """Against moby's filter written out independently, on kernel 6.1 (at or above every
+    minKernel in the profile): every unconditional entry, every amd64 one, every one gated by a
+    minimum kernel, every exclude-caps one, in the profile's order, and nothing gated by a
+    capability or another arch."""
+    kept = []
+    for rule in _profile()["syscalls"]:
+        inc, exc = rule.get("includes") or {}, rule.get("excludes") or {}
+        if inc.get("caps") or (inc.get("arches") and "amd64" not in inc["arches"]):
+            continue
+        if "amd64" in exc.get("arches", []):
+            continue
+        kept.append(rule["names"])
+    assert [r["names"] for r in _convert()["syscalls"]] == kept
 
 
 @pytest.mark.parametrize(
@@ -66,12 +128,16 @@ def test_the_default_action_refuses_with_an_errno_and_x86_64_covers_its_sub_abis
         ("unshare", "CAP_SYS_ADMIN"),
         ("setns", "CAP_SYS_ADMIN"),
         ("bpf", "CAP_SYS_ADMIN"),
+        ("bpf", "CAP_BPF"),
         ("perf_event_open", "CAP_SYS_ADMIN"),
+        ("perf_event_open", "CAP_PERFMON"),
+        ("lsm_set_self_attr", "CAP_SYS_ADMIN"),
+        ("set_mempolicy_home_node", "CAP_SYS_NICE"),
         ("open_by_handle_at", "CAP_DAC_READ_SEARCH"),
         ("init_module", "CAP_SYS_MODULE"),
         ("reboot", "CAP_SYS_BOOT"),
         ("chroot", "CAP_SYS_CHROOT"),
-        ("process_vm_writev", "CAP_SYS_PTRACE"),
+        ("kcmp", "CAP_SYS_PTRACE"),
         ("iopl", "CAP_SYS_RAWIO"),
         ("clock_settime", "CAP_SYS_TIME"),
     ],
@@ -80,7 +146,7 @@ def test_a_capability_gated_syscall_is_allowed_only_with_its_capability(
     syscall: str, cap: str
 ) -> None:
     assert syscall not in _allowed(_convert())
-    assert syscall not in _allowed(_convert(frozenset({"CAP_SYS_NICE", "CAP_CHOWN"})))
+    assert syscall not in _allowed(_convert(frozenset({"CAP_KILL", "CAP_CHOWN"})))
     assert syscall in _allowed(_convert(frozenset({cap})))
 
 
@@ -100,10 +166,7 @@ def test_a_capability_gated_syscall_is_allowed_only_with_its_capability(
     ],
 )
 def test_syscalls_docker_never_allows_are_in_no_rule(syscall: str) -> None:
-    every_cap = frozenset(
-        c for rule in _profile()["syscalls"] for c in rule["includes"].get("caps", [])
-    )
-    for caps in (frozenset(), every_cap):
+    for caps in (frozenset(), _every_cap()):
         assert all(syscall not in rule["names"] for rule in _convert(caps)["syscalls"])
 
 
@@ -131,10 +194,15 @@ def test_clone3_is_refused_with_enosys_without_cap_sys_admin() -> None:
     assert rule["action"] == "SCMP_ACT_ALLOW"
 
 
-def test_ptrace_is_allowed_from_kernel_4_8_or_with_cap_sys_ptrace() -> None:
-    assert "ptrace" in _allowed(_convert(kernel=(4, 8)))
-    assert "ptrace" not in _allowed(_convert(kernel=(4, 7)))
-    assert "ptrace" in _allowed(_convert(frozenset({"CAP_SYS_PTRACE"}), kernel=OLD))
+@pytest.mark.parametrize("syscall", ["ptrace", "process_vm_readv", "process_vm_writev"])
+def test_ptrace_and_process_vm_are_allowed_from_kernel_4_8_or_with_cap_sys_ptrace(
+    syscall: str,
+) -> None:
+    """20.10 allowed process_vm_* only with CAP_SYS_PTRACE; current moby lets them follow
+    ptrace, which the kernel's ptrace access check guards the same way."""
+    assert syscall in _allowed(_convert(kernel=(4, 8)))
+    assert syscall not in _allowed(_convert(kernel=(4, 7)))
+    assert syscall in _allowed(_convert(frozenset({"CAP_SYS_PTRACE"}), kernel=OLD))
 
 
 def test_only_x86_64_arch_rules_are_kept() -> None:

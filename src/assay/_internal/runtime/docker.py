@@ -33,6 +33,7 @@ from .base import (
 )
 from .freezer import freeze
 from .images import ensure_image_present
+from .oci.seccomp import profile_text
 from .owner import OWNER_LABEL, owner_is_dead, this_owner
 
 _CGROUP_EVENTS = (
@@ -156,6 +157,9 @@ class DockerRuntime:
         self._digests: dict[str, str] = {}
         self._paused: set[str] = set()
         self._users: dict[str, str] = {}
+        # The engine's own default is whatever its version shipped (Debian 12's Docker 20.10
+        # still allows io_uring); this is the current one, the runc backend's too.
+        self._seccomp = "seccomp=" + profile_text()
 
     @property
     def client(self) -> Any:
@@ -218,7 +222,7 @@ class DockerRuntime:
                     user="0:0" if spec.init else spec.user,
                     read_only=True,
                     cap_drop=["ALL"],
-                    security_opt=["no-new-privileges"],
+                    security_opt=["no-new-privileges", self._seccomp],
                     network_mode="none",
                     tmpfs={"/tmp": f"size={lim.tmp_bytes},mode=1777,nosuid,nodev"},
                     ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],

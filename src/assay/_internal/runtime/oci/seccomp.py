@@ -1,15 +1,29 @@
-"""Docker's default seccomp profile as the OCI runtime-spec `linux.seccomp` object runc reads.
+"""Docker's default seccomp profile, as moby ships it today, and as the OCI runtime-spec
+`linux.seccomp` object runc reads.
 
 The runc backend runs containers without dockerd, so nothing converts Docker's profile for it:
-this module does what moby's `setupSeccomp` does (`profiles/seccomp/seccomp_linux.go`), so a
-grading container is filtered exactly as Docker 20.10 would filter it, never more loosely.
+this module does what moby's `setupSeccomp` does (`seccomp_linux.go`), so a grading container
+is filtered exactly as current Docker would filter it, never more loosely. The Docker backend
+hands the same profile to the engine (`profile_text`), so an older engine (Debian 12's Docker
+20.10) applies it instead of its own, older default.
 
-`docker_default_seccomp.json`, next to this module, is moby's `profiles/seccomp/default.json`
-byte for byte as of tag v20.10.27 (commit 81ebe71275768629689a23bc3bca34b3b374a6a6; the file's
-last change there is a480b3762121ec5ea90f207b52c13a37be35b134, "seccomp: add name_to_handle_at
-to allowlist"; git blob bf58ad33de336411e28d50d3d3a7776ab0ade07a). The conversion follows that
-tag's `setupSeccomp`, and also carries the top-level runtime-spec fields newer moby copies
-(`defaultErrnoRet`, `flags`, `listenerPath`, `listenerMetadata`), which 20.10's profile lacks.
+`docker_default_seccomp.json`, next to this module, is moby's `seccomp/default.json` byte for
+byte as of github.com/moby/profiles tag seccomp/v0.2.3 (commit
+836ae4d37ef2ec995c77c99fc55f5b5f3af3a897, 2026-05-06; git blob
+ea5a494afb8d64898fa0f4f47ae0c4f5ba9cbbc9), the module Docker Engine v29.7.2 vendors (moby tag
+docker-v29.7.2, commit 6a43e3d5afddf4111da0f864bbc7cae5d7e95001). Against Docker 20.10's
+(v20.10.27, blob bf58ad33de336411e28d50d3d3a7776ab0ade07a) it refuses io_uring_setup, _enter
+and _register (moby #46762, Docker 25) and socket(2) for AF_ALG (38) and AF_VSOCK (40);
+allows newer syscalls (pkey_*, cachestat, fchmodat2, map_shadow_stack,
+futex_wait/_wake/_requeue, statmount, listmount, mseal, uretprobe, the *xattrat family); gates
+bpf by CAP_BPF and perf_event_open by CAP_PERFMON as well as CAP_SYS_ADMIN, lsm_* by
+CAP_SYS_ADMIN, set_mempolicy_home_node by CAP_SYS_NICE; allows process_vm_readv/writev from
+kernel 4.8 as it does ptrace (the kernel's ptrace access check guards all three); and sets
+`defaultErrnoRet` to EPERM, which runc returned anyway.
+clone and clone3 are unchanged (clone without namespace flags, clone3 ENOSYS, unless
+CAP_SYS_ADMIN). The conversion follows the same tag's `setupSeccomp`, which differs from
+20.10's only in carrying every top-level runtime-spec field (`defaultErrnoRet`, `flags`,
+`listenerPath`, `listenerMetadata`) and in knowing riscv64 and loong64.
 
 Where moby's Go code is lenient the conversion is stricter, never looser: unknown keys are
 refused (Go's JSON decoder drops them, so a misspelled "include" would turn a capability-gated
@@ -34,6 +48,7 @@ __all__ = [
     "docker_default",
     "oci_seccomp",
     "parse_kernel_release",
+    "profile_text",
     "running_kernel",
 ]
 
@@ -259,13 +274,24 @@ def running_kernel() -> KernelVersion:
         ) from None
 
 
+def _profile() -> dict[str, Any]:
+    text = resources.files(__package__ or __name__).joinpath(PROFILE_RESOURCE).read_text()
+    profile: dict[str, Any] = json.loads(text)
+    return profile
+
+
 def docker_default(caps: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """Docker 20.10's default profile for this host, for a process holding `caps`."""
+    """Docker's current default profile for this host, for a process holding `caps`."""
     machine = platform.machine()
     if machine != "x86_64":
         raise EngineError(
             f"the runc backend supports only x86_64 hosts, not {machine!r}: Docker's default "
             "seccomp profile is converted and tested for x86_64 only"
         )
-    text = resources.files(__package__ or __name__).joinpath(PROFILE_RESOURCE).read_text()
-    return oci_seccomp(json.loads(text), caps, machine, kernel=running_kernel())
+    return oci_seccomp(_profile(), caps, machine, kernel=running_kernel())
+
+
+def profile_text() -> str:
+    """The packaged profile in Docker's own format, for `--security-opt seccomp=<json>`: the
+    engine converts it for the container's capabilities, architecture and kernel itself."""
+    return json.dumps(_profile(), separators=(",", ":"))
