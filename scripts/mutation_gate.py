@@ -775,18 +775,6 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/unit/test_checkers.py::test_numbers_refuses_what_is_not_a_strict_decimal_literal",),
     ),
     Mutation(
-        "checker-lines-every-line",
-        "the lines checker comparing every line, not a prefix of the answer (open-r1's zip)",
-        "src/assay/_incontainer/checkers.py",
-        "        if lines_text(output, crlf) == lines_text(answer, crlf):\n",
-        "        if lines_text(answer, crlf).startswith(lines_text(output, crlf)):\n",
-        ("tests/unit/test_checkers.py::test_lines_fails_the_first_line_only_and_extra_output",),
-    ),
-    Mutation(
-        "stdio-runner-cpu-limit",
-        "each stdio test's process under RLIMIT_CPU (a busy loop ends at its CPU seconds)",
-        "src/assay/_incontainer/runner.py",
-    Mutation(
         "checker-numbers-tolerance-as-written",
         "the numbers checker taking a tolerance as the decimal the task wrote, not its float's "
         "binary value",
@@ -803,6 +791,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    return True\n",
         ("tests/unit/test_checkers.py::test_numbers_hostile_exponents_are_decided_exactly",),
     ),
+    Mutation(
+        "checker-lines-every-line",
+        "the lines checker comparing every line, not a prefix of the answer (open-r1's zip)",
+        "src/assay/_incontainer/checkers.py",
+        "        if lines_text(output, crlf) == lines_text(answer, crlf):\n",
+        "        if lines_text(answer, crlf).startswith(lines_text(output, crlf)):\n",
+        ("tests/unit/test_checkers.py::test_lines_fails_the_first_line_only_and_extra_output",),
+    ),
+    Mutation(
+        "stdio-runner-cpu-limit",
+        "each stdio test's process under RLIMIT_CPU (a busy loop ends at its CPU seconds)",
+        "src/assay/_incontainer/runner.py",
         "            become = cpu_capped(become, a.cpu_seconds)\n",
         "            become = become\n",
         ("tests/docker/test_stdio.py::test_each_way_a_test_fails_has_its_own_reason[limit:cpu]",),

@@ -10,6 +10,7 @@ verdict, nor a failed verdict as an error.
 from __future__ import annotations
 
 __all__ = [
+    "AnswerError",
     "ArchiveTooLargeError",
     "AssayError",
     "BackendUnavailableError",
@@ -157,6 +158,13 @@ class EngineUnavailableError(InfrastructureError):
 class NodeLostError(InfrastructureError):
     """A cluster node (or its worker) died under a grading, so no result came back. The batch
     grades the submission again from scratch under a new grading id; the lost one is swept."""
+
+
+class AnswerError(InfrastructureError):
+    """An answer of `assay serve`'s native routes that is not what its wire format
+    (`assay.wire`) allows: not JSON, a field missing or extra, a reward that contradicts the
+    score (exit 3). No verdict reached the client, so a reward client reports the item as an
+    infrastructure error, never as a score."""
 
 
 class ImageMissingError(InfrastructureError):

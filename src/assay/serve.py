@@ -3,8 +3,9 @@ run it. docs/integrations.md describes the routes and the clients that call them
 
     import assay, assay.serve
     with assay.Grader(reuse_judges=True) as g:
-        assay.serve.serve(g, host="127.0.0.1", port=8000, token="...", tasks={},
-                          settings=assay.serve.Settings(token="..."))
+        token = assay.serve.read_token(None)  # or read_token(path): a file of yours
+        assay.serve.serve(g, host="127.0.0.1", port=8000, tasks={},
+                          settings=assay.serve.Settings(token=token))
 """
 
 from __future__ import annotations

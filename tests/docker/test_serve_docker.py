@@ -11,10 +11,13 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 import textwrap
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,7 @@ import assay
 pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("serve")]
 
 SORT = EXAMPLES / "stdio-sort"
+ADD_PYTEST = EXAMPLES / "add-pytest"
 APPS_IO = {"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]}
 ADD_OK = "a, b = map(int, input().split())\nprint(a + b)\n"
 ADD_WRONG = "a, b = map(int, input().split())\nprint(a - b)\n"
@@ -39,7 +43,11 @@ ADD_WRONG = "a, b = map(int, input().split())\nprint(a - b)\n"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("serve")
-    with running_server(tmp, "--tasks", str(SORT), "--workers", "2", "--max-body-mb", "1") as s:
+    tasks = tmp / "tasks"
+    for example in (SORT, ADD_PYTEST):
+        shutil.copytree(example, tasks / example.name)
+    args = ("--tasks", str(tasks), "--workers", "2", "--max-body-mb", "1", "--head-timeout", "2")
+    with running_server(tmp, *args) as s:
         yield s
 
 
@@ -118,7 +126,9 @@ def test_hostile_bodies_are_refused_as_requests_not_crashes(server: Server) -> N
 def test_native_grade_of_a_loaded_task_is_signed_and_verifies(
     server: Server, tmp_path: Path
 ) -> None:
-    assert requests.get(f"{server.url}/v1/tasks", timeout=10).json() == {"tasks": ["stdio-sort"]}
+    assert requests.get(f"{server.url}/v1/tasks", timeout=10).json() == {
+        "tasks": ["add-pytest", "stdio-sort"]
+    }
     good = _post(server, "/v1/grade", {"task": "stdio-sort", "code": _solution("correct")}).json()
     assert good["status"] == "passed" and good["score"] == 1.0 == good["reward"]
     bad = _post(
@@ -373,6 +383,112 @@ def test_rewards_in_process_on_the_engine() -> None:
         bad = score(data_source="apps", solution_str="```python\ndef add(a, b):\n    return a * b\n```",
                     ground_truth=tests, extra_info={})  # fmt: skip
         assert (good["score"], good["passed"], bad["score"], bad["passed"]) == (1.0, 1.0, 0.0, 0.0)
+
+
+# A correct solution that also hits its pids limit while pytest imports it: on T2 every test
+# passes and the run fails on `limit:pids` (on T3 the runner charges the limit to the case it
+# happened in). The server answers score 1.0, reward 0.0; the reward clients used to refuse
+# that answer ("reward differs from score") as an infrastructure error, and verl raised.
+PIDS_THEN_ADD = """import threading
+import time
+
+try:
+    for _ in range(4096):
+        threading.Thread(target=time.sleep, args=(2,), daemon=True).start()
+except RuntimeError:
+    pass
+
+
+def add(a, b):
+    return a + b
+"""
+
+
+@contextmanager
+def replaying(answer: bytes) -> Iterator[str]:
+    """A listener on 127.0.0.1 that answers every POST with `answer`, as the server sent it:
+    a trainer's row names no loaded task, so the clients get the real server's bytes this way."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    listener = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=listener.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.server_address[1]}"
+    finally:
+        listener.shutdown()
+        listener.server_close()
+
+
+def test_a_correct_program_failed_by_a_limit_is_a_failed_reward_not_an_infra_error(
+    server: Server, tmp_path: Path
+) -> None:
+    from assay import wire
+    from assay.integrations import rewards, trl, verl
+
+    body = {"requests": [{"task": "add-pytest", "files": {"solution.py": PIDS_THEN_ADD}}]}
+    real = _post(server, "/v1/grade/batch", body)
+    [answer] = wire.read_results(real.content, 1)
+    assert isinstance(answer, wire.Answer), answer
+    assert (answer.status, answer.score, answer.reward) == ("failed", 1.0, 0.0), real.json()
+    assert "limit:pids" in answer.reason_codes and answer.verdict is not None
+    assert [c["status"] for c in answer.verdict["cases"]] == ["pass"] * 6
+
+    key = tmp_path / "key.pub"
+    key.write_text(requests.get(f"{server.url}/v1/key", timeout=10).text)
+    tests = json.dumps(APPS_IO)
+    with replaying(real.content) as url:
+        backend = rewards.ServerRewards(url, public_key=key)  # the envelope verifies too
+        [got] = backend.grade_many([rewards.Item(APPS_IO, "apps", "any code")])
+        assert (got.score, got.status, got.reason_codes) == (0.0, "failed", answer.reason_codes)
+        # verl in its default mode, which raises on an infrastructure error: no exception.
+        out = verl.make_compute_score(backend)(
+            data_source="apps", solution_str="```python\nx = 1\n```", ground_truth=tests,
+            extra_info={},
+        )  # fmt: skip
+        assert out == {"score": 0.0, "passed": 0.0, "infra_error": 0.0, "no_code": 0.0}
+        assert _trl_call(trl.reward_function(backend), ["```python\nx = 1\n```"], tests) == [0.0]
+
+
+def test_the_service_closes_half_sent_heads_answers_head_and_logs_no_token(
+    server: Server,
+) -> None:
+    import socket
+
+    host, port = server.base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(b"POST /v1/grade HTTP/1.1\r\nHost: x\r\nContent-")
+        t0 = time.monotonic()
+        said = s.recv(4096)
+        assert said.startswith(b"HTTP/1.1 408 ") and time.monotonic() - t0 < 8, said
+    r = requests.head(f"{server.base}/health", timeout=10)
+    assert r.status_code == 200 and r.content == b""
+    doubled = requests.get(f"{server.url}/{server.token}/v1/tasks", timeout=10)
+    assert doubled.status_code == 404
+    assert server.token not in server.log_text() and "GET other 404" in server.log_text()
+
+
+def test_a_request_refused_with_422_leaves_no_task_files(server: Server) -> None:
+    inline = [p for p in (server.log.parent / "server-tmp").iterdir()
+              if p.name.startswith("assay-inline-")]  # fmt: skip
+    assert len(inline) == 1
+    before = sorted(p.name for p in inline[0].iterdir())
+    for i in range(5):
+        row = {"inputs": [f"{i} " + "x" * 100_000 + "\n"] * 3, "outputs": [f"{i}\n"] * 3}
+        r = _post(server, "/v1/grade", {"input_output": row, "code": "print(1)",
+                                        "language": "cobol"})  # fmt: skip
+        assert r.status_code == 422 and r.json()["status"] == "invalid"
+    assert sorted(p.name for p in inline[0].iterdir()) == before
 
 
 # -- docs/integrations.md's RL examples, run as written ---------------------------------------

@@ -1,7 +1,9 @@
 """The RL reward integrations without an engine: code extraction as verl, open-r1 and TRL's
 example do it; verl's `compute_score` and TRL's reward function called exactly as the trainers
-call them, on a fake grader; `ServerRewards` against a real HTTP server on 127.0.0.1 answering
-good and hostile bytes; `LocalRewards` on a fake `Grader`."""
+call them, on a fake grader; `ServerRewards` against the real `assay serve` app on 127.0.0.1
+(its answers as the server writes them, over signed verdicts: tests/helpers/serve_app.py), and
+against a stub HTTP server on 127.0.0.1 answering hostile bytes, each made from a real answer;
+`LocalRewards` on a `Grader` whose verdicts are real."""
 
 from __future__ import annotations
 
@@ -15,14 +17,21 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import requests
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from helpers.serve_app import serving
+from helpers.verdicts import verdict
 from hypothesis import given
 from hypothesis import strategies as st
 
 import assay
+from assay import wire
+from assay._internal.signing.sign import sign_verdict
 from assay.errors import InfrastructureError, TaskError, UsageError
 from assay.integrations import rewards as rw
 from assay.integrations import trl, verl
@@ -363,9 +372,33 @@ def ok(results: list[dict[str, Any]]) -> Reply:
     return (200, {"Content-Type": "application/json"}, json.dumps({"results": results}).encode())
 
 
-def graded(status: str = "passed", score: float | None = 1.0, **more: Any) -> dict[str, Any]:
-    r = {"status": status, "score": score, "reward": score, "reason_codes": [],
-         "grading_id": "g-1", "verdict": None, "envelope": None, "error": None}  # fmt: skip
+_SIGNER = Ed25519PrivateKey.generate()
+
+
+def signed(statuses: tuple[str, ...], reasons: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The answer the server writes for a real, signed verdict with these cases."""
+    v = verdict(statuses, reason_codes=reasons)
+    return wire.Answer.of_verdict(v, sign_verdict(v, _SIGNER)).to_json()
+
+
+def graded(
+    status: str = "passed", score: Any = 1.0, reasons: tuple[str, ...] = (), **more: Any
+) -> dict[str, Any]:
+    """The server's answer of `status` and `score` (a verdict of ten cases, `score` of them
+    passed, with `reasons`; a failed one that passed all ten fails on `limit:pids` unless
+    `reasons` say why), with the fields in `more` put over it: a hostile answer is a real
+    one, changed."""
+    if status in ("invalid", "infra_error"):
+        r = wire.Answer.no_verdict(status, str(more.get("error") or "x")).to_json()
+        if score is not None:
+            r["score"] = score
+    elif type(score) is float and 0 <= score <= 1:
+        passing = round(score * 10)
+        if status != "passed" and passing == 10 and not reasons:
+            reasons = ("limit:pids",)
+        r = dict(signed(("pass",) * passing + ("fail",) * (10 - passing), reasons), status=status)
+    else:
+        r = dict(signed(("pass",) * 10), status=status, score=score)
     r.update(more)
     return r
 
@@ -412,7 +445,7 @@ def items(*codes: str | None, form: rw.Form = "apps") -> list[Item]:
 
 
 def test_server_request_and_answer(stub: Stub) -> None:
-    stub.replies.append(ok([graded(), graded("failed", 0.5, reason_codes=["output:wrong"])]))
+    stub.replies.append(ok([graded(), graded("failed", 0.5, ("output:wrong",))]))
     token = "s3cret-token-123"
     got = ServerRewards(f"{stub.url}/{token}/").grade_many(
         [Item(ADD_IO, "apps", "a"), Item(ADD_JSON, "verl", "b", "cpp"), Item(ADD_IO, "apps", None)]
@@ -432,7 +465,7 @@ def test_server_request_and_answer(stub: Stub) -> None:
 
 
 def test_server_a_failed_verdict_never_scores_one(stub: Stub) -> None:
-    stub.replies.append(ok([graded("failed", 1.0, reason_codes=["security:tamper"])]))
+    stub.replies.append(ok([graded("failed", 1.0, ("security:tamper",))]))
     assert ServerRewards(stub.url).grade_many(items("a")) == [
         Reward(0.0, "failed", ("security:tamper",))
     ]
@@ -460,30 +493,64 @@ def test_server_hostile_answers_are_infra_errors(stub: Stub, body: bytes) -> Non
     assert got[0].error and got[0].error.startswith("assay server:")
 
 
-BAD_RESULTS = {
-    "not an object": [1],
-    "unknown status": graded("excellent"),
-    "no status": {k: v for k, v in graded().items() if k != "status"},
-    "score a string": graded(score="1.0"),
-    "score a bool": graded(score=True),
-    "score missing": {k: v for k, v in graded().items() if k not in ("score", "reward")},
-    "score above 1": graded(score=1.5),
-    "score below 0": graded("failed", -0.1),
-    "passed below 1": graded("passed", 0.5),
-    "reward differs": graded("failed", 0.5, reward=1.0),
-    "reason codes not a list": graded(reason_codes="output:wrong"),
-    "reason code malformed": graded("failed", 0.5, reason_codes=["Output wrong"]),
-    "reason code duplicated": graded("failed", 0.5, reason_codes=["a:b", "a:b"]),
-    "error with a verdict": graded(error="oops"),
-    "error not a string": graded("infra_error", None, error=["x"]),
-    "infra with a score": graded("infra_error", 0.0),
-    "grading id not a string": graded(grading_id=7),
-    "envelope not a string": graded(envelope={"payload": ""}),
+def _verdict_says(**fields: Any) -> dict[str, Any]:
+    """A real failed answer (score 0.5) whose `verdict` object says `fields` instead."""
+    r = graded("failed", 0.5)
+    return dict(r, verdict={**r["verdict"], **fields})
+
+
+# Each a real answer changed in one way, and the words the refusal must give: the answer is
+# refused for that change, not for another one the change happened to make.
+BAD_RESULTS: dict[str, tuple[Any, str]] = {
+    "not an object": ([1], "must be a JSON object"),
+    "unknown status": (graded("excellent"), "unknown status"),
+    "no status": ({k: v for k, v in graded().items() if k != "status"}, "lacks status"),
+    "an extra field": (dict(graded(), note="x"), "unexpected note"),
+    "score a string": (graded(score="1.0"), "score is not a number"),
+    "score a bool": (graded(score=True), "score is not a number"),
+    "score missing": (
+        {k: v for k, v in graded().items() if k not in ("score", "reward")},
+        "lacks reward, score",
+    ),
+    "score above 1": (graded(score=1.5), "score is not a number in [0, 1]"),
+    "score below 0": (graded("failed", -0.1), "score is not a number in [0, 1]"),
+    "passed below 1": (graded("passed", 0.5), "passed with a score of 0.5"),
+    "reward differs": (graded("failed", 0.5, reward=1.0), "reward 1.0 contradicts"),
+    # What the client used to expect of a correct program failed by a limit: that is a reward
+    # of 1.0 for a failed verdict, which the rule forbids.
+    "reward 1.0 for a failed verdict": (graded("failed", 1.0, reward=1.0), "the rule gives 0.0"),
+    "reward null with a verdict": (graded(reward=None), "reward is not a number"),
+    "reason codes not a list": (graded(reason_codes="output:wrong"), "not a list of reason"),
+    "reason code malformed": (
+        graded("failed", 0.5, reason_codes=["Output wrong"]),
+        "not a list of reason",
+    ),
+    "reason code duplicated": (graded("failed", 0.5, reason_codes=["a:b", "a:b"]), "repeat"),
+    "passed with a failing reason": (
+        graded("passed", 1.0, reason_codes=["limit:pids"]),
+        "passed with a failing reason",
+    ),
+    "error with a verdict": (graded(error="oops"), "an error with a verdict"),
+    "error not a string": (graded("infra_error", None, error=["x"]), "error is not a string"),
+    "infra with a score": (graded("infra_error", 0.0), "carries a verdict's fields"),
+    "infra with reason codes": (
+        graded("infra_error", None, reason_codes=["limit:pids"]),
+        "carries a verdict's fields",
+    ),
+    "infra without an error": (graded("infra_error", None, error=""), "without an error"),
+    "grading id not a string": (graded(grading_id=7), "grading_id is not a grading id"),
+    "grading id with escapes": (graded(grading_id="g-\x1b[31m"), "not a grading id"),
+    "verdict not an object": (graded(verdict=[1]), "verdict is not an object"),
+    "envelope not a string": (graded(envelope={"payload": ""}), "envelope is not a string"),
+    "verdict passed, answer failed": (_verdict_says(passed=True), "the verdict differs"),
+    "verdict of another score": (_verdict_says(score=0.6), "the verdict differs"),
+    "verdict of another grading": (_verdict_says(grading_id="g-2"), "the verdict differs"),
+    "verdict with other reasons": (_verdict_says(reason_codes=["a:b"]), "the verdict differs"),
 }
 
 
-@pytest.mark.parametrize("bad", list(BAD_RESULTS.values()), ids=list(BAD_RESULTS))
-def test_server_a_bad_result_is_that_items_infra_error(stub: Stub, bad: Any) -> None:
+@pytest.mark.parametrize(("bad", "why"), list(BAD_RESULTS.values()), ids=list(BAD_RESULTS))
+def test_server_a_bad_result_is_that_items_infra_error(stub: Stub, bad: Any, why: str) -> None:
     if isinstance(bad, list):
         bad = bad[0]
     stub.replies.append(ok([graded(), bad, graded("failed", 0.0)]))
@@ -491,7 +558,15 @@ def test_server_a_bad_result_is_that_items_infra_error(stub: Stub, bad: Any) -> 
     assert [(r.score, r.status) for r in got] == [
         (1.0, "passed"), (None, "infra_error"), (0.0, "failed")
     ]  # fmt: skip
-    assert got[1].error and "item 1" in got[1].error
+    assert got[1].error and got[1].error.startswith("assay server: item 1: "), got[1].error
+    assert why in got[1].error, got[1].error
+
+
+def test_the_unchanged_answers_of_the_bad_results_are_read() -> None:
+    """Each bad result above is refused for its change: the answers it was made from read."""
+    for base in (graded(), graded("failed", 0.5), graded("failed", 1.0), graded("passed", 1.0),
+                 graded("infra_error", None, error="x")):  # fmt: skip
+        assert wire.parse_answer(json.loads(json.dumps(base))).to_json() == base
 
 
 def test_server_infra_error_and_invalid(stub: Stub) -> None:
@@ -505,7 +580,9 @@ def test_server_infra_error_and_invalid(stub: Stub) -> None:
 
 @pytest.mark.parametrize("chunked", [False, True])
 def test_server_answer_over_the_cap(stub: Stub, chunked: bool) -> None:
-    body = json.dumps({"results": [graded(padding="x" * 10000)]}).encode()
+    big = signed(("pass",) * 100)  # its cases and its envelope: about 20 kB
+    body = json.dumps({"results": [big]}).encode()
+    assert len(body) > 10000
     if chunked:
 
         def reply(h: BaseHTTPRequestHandler) -> None:
@@ -637,23 +714,23 @@ def test_server_batches_in_chunks_in_order(stub: Stub) -> None:
 
 
 def test_server_checks_signed_verdicts(stub: Stub, tmp_path: Any) -> None:
-    from helpers.verdicts import verdict
-
     from assay._internal.signing.keys import load_private_key
-    from assay._internal.signing.sign import sign_verdict
 
     key, pub = assay.keygen(tmp_path / "k")
     v = verdict(("pass", "fail", "pass"))
-    envelope = sign_verdict(v, load_private_key(key)).decode()
-    good = graded("failed", v.score, reason_codes=list(v.reason_codes), envelope=envelope,
-                  grading_id=v.grading_id)  # fmt: skip
-    forged = {**good, "score": 1.0, "reward": 1.0, "status": "passed"}
-    unsigned = {**good, "envelope": None}
+    good = wire.Answer.of_verdict(v, sign_verdict(v, load_private_key(key))).to_json()
+    # A forgery the wire format cannot see: the answer and its verdict object agree, only the
+    # signed envelope says otherwise.
+    forged = dict(good, score=1.0, reward=1.0, status="passed",
+                  verdict={**good["verdict"], "passed": True, "score": 1.0})  # fmt: skip
+    unsigned = dict(good, envelope="{}")
     stub.replies.append(ok([good, forged, unsigned]))
     got = ServerRewards(stub.url, public_key=pub).grade_many(items("a", "b", "c"))
     assert [(r.score, r.status) for r in got] == [
         (pytest.approx(2 / 3), "failed"), (None, "infra_error"), (None, "infra_error")
     ]  # fmt: skip
+    assert "differs from the reported result" in (got[1].error or "")
+    assert "does not verify" in (got[2].error or "")
     # Without the key the forged result is believed: the key is what refused it.
     assert ServerRewards(stub.url).grade_many(items("a", "b", "c"))[1].status == "passed"
     _, other_pub = assay.keygen(tmp_path / "other")
@@ -670,6 +747,94 @@ def test_server_rewards_refuses_bad_settings() -> None:
     with pytest.raises(UsageError):
         ServerRewards("http://h", token="a b")
     assert "secret" not in repr(ServerRewards("http://h:1/secret-token-value"))
+
+
+# -- the real server's answers -----------------------------------------------------------------
+
+
+def fenced(code: str) -> str:
+    return f"Here it is:\n```python\n{code}\n```"
+
+
+def test_clients_read_the_real_servers_answers(tmp_path: Path) -> None:
+    """The clients against what `assay serve` itself writes (its app under uvicorn on
+    127.0.0.1; the verdicts are real and signed, decided by markers in the code). A failed
+    verdict whose every case passed (a correct program that hit its pids limit) is answered
+    score 1.0, reward 0.0: the client reads that as a failed reward of 0.0, verl scores it
+    without raising, TRL gets 0.0. (The client used to refuse this answer as "reward differs
+    from score", an infra_error, which made verl raise and stop the step.)"""
+    with serving(tmp_path) as s:
+        raw = requests.post(
+            f"{s.url}/v1/grade", json={"input_output": ADD_IO, "code": "ALLCASES"}, timeout=30
+        ).json()
+        assert (raw["status"], raw["score"], raw["reward"], raw["reason_codes"]) == (
+            "failed", 1.0, 0.0, ["limit:pids"]
+        )  # fmt: skip
+        backend = ServerRewards(s.url, public_key=s.grader.public_key)
+        codes = ["print('PASS')", "ALLCASES", "WRONG", "print(0)", "INFRA", None]
+        got = backend.grade_many(items(*codes))
+        assert [(r.score, r.status, r.reason_codes) for r in got] == [
+            (1.0, "passed", ()), (0.0, "failed", ("limit:pids",)), (0.5, "failed", ()),
+            (0.0, "failed", ()), (None, "infra_error", ()), (0.0, "no_code", ()),
+        ]  # fmt: skip
+        assert "engine:gone (scripted)" in (got[4].error or "")
+        # The same items graded in this process by the same grader: the same rewards.
+        with LocalRewards(grader=s.grader) as local:
+            assert local.grade_many(items(*codes))[:4] == got[:4]
+
+        # verl, in its default mode (an infrastructure error raises): a correct program failed
+        # by a limit is an ordinary wrong answer, no exception.
+        score = verl.make_compute_score(backend)
+        keys = {"score": 0.0, "passed": 0.0, "infra_error": 0.0, "no_code": 0.0}
+        for form in ("apps", "verl"):
+            truth = ADD_JSON if form == "verl" else json.dumps(ADD_IO)
+            assert score(data_source="apps", solution_str=fenced("ALLCASES"),
+                         ground_truth=truth, extra_info={}) == keys  # fmt: skip
+        assert verl.make_compute_score(backend).batch(
+            None, [fenced("PASS"), fenced("ALLCASES")], [ADD_JSON] * 2
+        ) == [dict(keys, score=1.0, passed=1.0), keys]
+        with pytest.raises(InfrastructureError, match="engine:gone"):
+            score(data_source="apps", solution_str=fenced("INFRA"), ground_truth=ADD_JSON)
+
+        reward = trl.reward_function(backend)
+        chat = [
+            [{"role": "assistant", "content": fenced(c)}] for c in ("PASS", "ALLCASES", "INFRA")
+        ]
+        assert reward(completions=chat, input_output=[ADD_JSON] * 3) == [1.0, 0.0, None]
+
+        # A request the server refuses as invalid (422 on /v1/grade) is a bug in the data set.
+        with pytest.raises(UsageError, match="item 0: the assay server refused it"):
+            backend.grade_many([Item(ADD_IO, "apps", "print(1)", "cobol")])
+
+
+def test_every_answer_of_the_real_server_is_what_the_wire_format_says(tmp_path: Path) -> None:
+    """Each status the server can answer, read back by `assay.wire`'s strict reader from the
+    bytes on the wire, with the reward rule holding."""
+    with serving(tmp_path) as s:
+        bodies = [
+            {"input_output": ADD_IO, "code": "PASS"},
+            {"input_output": ADD_IO, "code": "ALLCASES"},
+            {"input_output": ADD_IO, "code": "WRONG"},
+            {"input_output": ADD_IO, "code": "INFRA"},
+            {"input_output": ADD_IO, "code": "x", "language": "cobol"},
+            {"task": "no-such-task", "code": "x"},
+        ]
+        seen = []
+        for body in bodies:
+            r = requests.post(f"{s.url}/v1/grade", json=body, timeout=30)
+            answer = wire.read_answer(r.content)
+            assert r.status_code == (422 if answer.status == "invalid" else 200)
+            if answer.has_verdict:
+                assert answer.score is not None
+                assert answer.reward == wire.reward_of(answer.status == "passed", answer.score)
+            seen.append((answer.status, answer.score, answer.reward))
+        assert seen == [
+            ("passed", 1.0, 1.0), ("failed", 1.0, 0.0), ("failed", 0.5, 0.5),
+            ("infra_error", None, None), ("invalid", None, None), ("invalid", None, None),
+        ]  # fmt: skip
+        batch = requests.post(f"{s.url}/v1/grade/batch", json={"requests": bodies}, timeout=30)
+        read = wire.read_results(batch.content, len(bodies))
+        assert [(a.status, a.score, a.reward) for a in read if isinstance(a, wire.Answer)] == seen
 
 
 # -- through the environment, as a trainer loads them ------------------------------------------
@@ -706,7 +871,7 @@ def test_module_level_functions_grade_through_assay_url(
     monkeypatch.setenv("ASSAY_URL", stub.url)
     monkeypatch.delenv("ASSAY_TOKEN", raising=False)
     monkeypatch.delenv("ASSAY_ON_INFRA_ERROR", raising=False)
-    stub.replies.append(ok([graded("failed", 0.5, reason_codes=["output:wrong"])]))
+    stub.replies.append(ok([graded("failed", 0.5, ("output:wrong",))]))
     assert verl_call(verl.compute_score, PASS)["score"] == 0.5
     assert asyncio.run(verl.compute_score_async(solution_str=PASS, ground_truth=ADD_JSON)) == {
         "score": 0.5, "passed": 0.0, "infra_error": 0.0, "no_code": 0.0
@@ -751,12 +916,13 @@ class FakeGrader:
             raise InfrastructureError("engine:gone")
         if "USAGE" in code:
             raise UsageError("no such tier")
-        passed = "PASS" in code
-        score = 1.0 if passed else (1.0 if "ALLCASES" in code else 0.5)
-        codes = [] if passed else ["security:tamper" if "ALLCASES" in code else "output:wrong"]
-        return SimpleNamespace(
-            verdict=SimpleNamespace(passed=passed, score=score, reason_codes=codes)
-        )
+        if "PASS" in code:
+            v = verdict(("pass", "pass"))
+        elif "ALLCASES" in code:  # every case passed, and the run still failed
+            v = verdict(("pass", "pass"), reason_codes=("security:tamper",))
+        else:
+            v = verdict(("pass", "fail"), reason_codes=("output:wrong",))
+        return assay.Graded(v, sign_verdict(v, _SIGNER))
 
 
 def test_local_rewards_on_a_fake_grader() -> None:

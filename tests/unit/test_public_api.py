@@ -26,6 +26,7 @@ import assay.errors
 import assay.firewall
 import assay.runtime
 import assay.runtime.conformance
+import assay.wire
 from assay._internal.firewall.mapping import write_mapping_tar
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,6 +39,7 @@ PUBLIC_MODULES = (
     assay.batch,
     assay.runtime,
     assay.runtime.conformance,
+    assay.wire,
 )
 
 
@@ -122,6 +124,17 @@ def test_all_is_pinned() -> None:
         "run_conformance",
         "self_check",
     ]
+    assert sorted(assay.wire.__all__) == [
+        "Answer",
+        "FIELDS",
+        "MAX_ANSWER_BYTES",
+        "STATUSES",
+        "Status",
+        "parse_answer",
+        "read_answer",
+        "read_results",
+        "reward_of",
+    ]
     assert sorted(assay.batch.__all__) == [
         "Batch",
         "BatchJob",
@@ -164,8 +177,15 @@ SIGNATURES = {
     "ray: 'str | None' = None, ray_insecure_no_auth: 'bool' = False) -> 'Iterator[Graded]'",
     "Grader.tier_for": "(task: 'TaskLike', tier: 'str | None' = None, *, "
     "unsafe_baseline: 'bool' = False) -> 'Tier'",
-    "InlineTasks": "(max_tasks: 'int' = 4096) -> 'None'",
+    "InlineTasks": "(max_tasks: 'int' = 4096, max_bytes: 'int' = 1073741824) -> 'None'",
     "InlineTasks.task": "(self, tests: 'Mapping[str, Any] | str', form: 'str' = 'apps') -> 'Task'",
+    "InlineTasks.lease": "(self, tests: 'Mapping[str, Any] | str', form: 'str' = 'apps') "
+    "-> 'Iterator[Task]'",
+    "wire.reward_of": "(passed: 'bool', score: 'float') -> 'float'",
+    "wire.read_answer": "(raw: 'bytes', *, max_bytes: 'int' = 67108864) -> 'Answer'",
+    "wire.read_results": "(raw: 'bytes', count: 'int', *, max_bytes: 'int' = 67108864) "
+    "-> 'list[Answer | AnswerError]'",
+    "wire.parse_answer": "(obj: 'object') -> 'Answer'",
     "code_submission": "(task: 'Task', code: 'str', language: 'str | None' = None) "
     "-> 'dict[str, str]'",
     "Job": "(task: 'TaskLike', submission: 'Submission', id: 'str | None' = None) -> None",
@@ -327,6 +347,7 @@ def test_every_public_error_is_named_error_and_explains_itself() -> None:
 # Each exit code means one thing (README): 1 is a FAILED verdict or a failed verification, so
 # no other error may take it; 2 is the caller's or the task's fault; 3 is no verdict.
 EXIT_CODES = {
+    "AnswerError": 3,
     "ArchiveTooLargeError": 3,
     "AssayError": 3,
     "BackendUnavailableError": 2,

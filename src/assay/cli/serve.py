@@ -62,6 +62,27 @@ from .common import engine_options, exit_codes
 )
 @click.option("--max-body-mb", default=16, show_default=True, type=click.IntRange(1, 1024))
 @click.option(
+    "--head-timeout",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(0.1, 600),
+    help="Seconds a connection may take to send a request's whole head; then it is closed.",
+)
+@click.option(
+    "--max-connections",
+    default=1024,
+    show_default=True,
+    type=click.IntRange(16, 100_000),
+    help="Open connections at most; past it, the oldest one still waiting for a head is closed.",
+)
+@click.option(
+    "--inline-cache-mb",
+    default=1024,
+    show_default=True,
+    type=click.IntRange(1, 1 << 20),
+    help="Disk for the tasks made from rows' tests, least recently used removed first.",
+)
+@click.option(
     "--drain-timeout",
     default=600.0,
     show_default=True,
@@ -77,6 +98,7 @@ from .common import engine_options, exit_codes
 def serve_cmd(
     host: str, port: int, token_file: Path | None, insecure_no_token: bool,
     tasks_dir: Path | None, workers: int, queue: int, queue_timeout: float, max_body_mb: int,
+    head_timeout: float, max_connections: int, inline_cache_mb: int,
     drain_timeout: float, key: Path | None, oci_runtime: str, base_image: str,
 ) -> None:  # fmt: skip
     """Grade and run code over HTTP: native grading routes (signed verdicts, a status that
@@ -91,7 +113,8 @@ def serve_cmd(
         runtime = assay.runtime.open_runtime(oci_runtime, parallel=workers)
         settings = assay.serve.Settings(
             token=token, workers=workers, queue=queue, queue_timeout=queue_timeout,
-            max_body_bytes=max_body_mb << 20,
+            max_body_bytes=max_body_mb << 20, head_timeout=head_timeout,
+            max_connections=max_connections, inline_cache_bytes=inline_cache_mb << 20,
         )  # fmt: skip
 
         def announce(service: assay.serve.Service) -> None:

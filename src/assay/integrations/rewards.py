@@ -15,9 +15,10 @@ The tests of a row are APPS/TACO `input_output` (form "apps") or verl's `ground_
 Two graders answer the same `grade_many`: `LocalRewards` grades in this process (an engine on
 this host), `ServerRewards` asks an `assay serve` server (`POST <url>/v1/grade/batch`).
 
-What a result means (`Reward.status`): "passed"/"failed" carry the verdict's score (the
-fraction of the tests passed; a failed verdict never scores 1.0: one whose every test passed
-but which failed on a reason such as `limit:` or `security:` scores 0.0); "no_code" scores 0.0
+What a result means (`Reward.status`): "passed"/"failed" carry the verdict's reward
+(`assay.wire.reward_of`: the fraction of the tests passed, except that a failed verdict never
+scores 1.0: one whose every test passed but which failed on a reason such as `limit:` or
+`security:` scores 0.0); "no_code" scores 0.0
 (the completion has no code block, as verl scores it); "infra_error" has no score (None): no
 verdict exists, and a trainer must not read it as a wrong answer. A row whose tests cannot make
 a task, or a language the task does not take, is a bug in the data set: `grade_many` raises
@@ -26,6 +27,7 @@ a task, or a language the task does not take, is a bug in the data set: `grade_m
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import http.client
 import json
@@ -47,7 +49,8 @@ import urllib3.exceptions
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 import assay
-from assay.errors import AssayError, InfrastructureError, TaskError, UsageError
+from assay import wire
+from assay.errors import AnswerError, AssayError, InfrastructureError, TaskError, UsageError
 
 __all__ = [
     "Form",
@@ -183,11 +186,17 @@ def infra(error: str) -> Reward:
     return Reward(None, "infra_error", (), error)
 
 
-def verdict_reward(passed: bool, score: float, reason_codes: Sequence[str]) -> Reward:
-    """The reward of a verdict: its score, but a failed verdict never scores 1.0."""
-    if passed:
-        return Reward(score, "passed", tuple(reason_codes))
-    return Reward(score if score < 1.0 else 0.0, "failed", tuple(reason_codes))
+def answer_reward(answer: wire.Answer) -> Reward:
+    """The `Reward` of a native answer (`assay.wire`), the same for a grading in this process
+    and one through the server: a verdict's `reward` (never 1.0 for a failed one), "infra_error"
+    with no score, and `UsageError` for "invalid" (a request that cannot be graded as asked is
+    a bug in the data set: retrying cannot help, and masking it would train on nothing)."""
+    if answer.status == "invalid":
+        raise UsageError(f"the assay server refused it: {_printable(answer.error or '')}")
+    if answer.status == "infra_error":
+        return infra(f"assay server: {_printable(answer.error or 'no reason given')}")
+    assert answer.reward is not None
+    return Reward(answer.reward, answer.status, answer.reason_codes)
 
 
 class Item(NamedTuple):
@@ -306,16 +315,24 @@ class LocalRewards:
 
     def _grade(self, items: list[Item], where: list[int]) -> list[Reward]:
         inline, pool = self._resources()
-        jobs: list[tuple[assay.Task, dict[str, str]]] = []
-        for n, item in zip(where, items, strict=True):
-            try:
-                task = inline.task(_tests(item.tests), item.form)
-                assert item.code is not None
-                jobs.append((task, assay.code_submission(task, item.code, item.language)))
-            except TaskError as exc:
-                raise TaskError(f"item {n}", str(exc)) from exc
-            except UsageError as exc:
-                raise UsageError(f"item {n}: {exc}") from exc
+        # Each task is leased until its grading ends: the cache never removes one in use, and
+        # the tasks made for a batch that a bad row refuses go with the refusal.
+        with contextlib.ExitStack() as leases:
+            jobs: list[tuple[assay.Task, dict[str, str]]] = []
+            for n, item in zip(where, items, strict=True):
+                try:
+                    task = leases.enter_context(inline.lease(_tests(item.tests), item.form))
+                    assert item.code is not None
+                    jobs.append((task, assay.code_submission(task, item.code, item.language)))
+                except TaskError as exc:
+                    raise TaskError(f"item {n}", str(exc)) from exc
+                except UsageError as exc:
+                    raise UsageError(f"item {n}: {exc}") from exc
+            return self._run(jobs, pool)
+
+    def _run(
+        self, jobs: list[tuple[assay.Task, dict[str, str]]], pool: ThreadPoolExecutor
+    ) -> list[Reward]:
         out: list[Reward | None] = [None] * len(jobs)
         start = 0
         try:
@@ -348,8 +365,8 @@ class LocalRewards:
             raise
         except AssayError as exc:  # InfrastructureError, or another end with no verdict
             return infra(exc.diagnostics())
-        v = graded.verdict
-        return verdict_reward(v.passed, v.score, v.reason_codes)
+        # The answer the server would send for this verdict, read as a server's is.
+        return answer_reward(wire.Answer.of_verdict(graded.verdict, graded.envelope))
 
     def _grader_made(self) -> assay.Grader:
         with self._lock:
@@ -392,9 +409,7 @@ class LocalRewards:
 
 # -- through an `assay serve` server -----------------------------------------------------------
 
-MAX_RESPONSE_BYTES = 64 << 20
-_REASON = re.compile(r"^[a-z0-9][a-z0-9_-]*:[a-z0-9][a-z0-9_.-]*$")
-_MAX_REASONS = 64
+MAX_RESPONSE_BYTES = wire.MAX_ANSWER_BYTES
 _BUSY = (429, 503)
 
 
@@ -422,8 +437,10 @@ class ServerRewards:
     verdict was signed by that key, not which request it answers).
 
     Every byte of the answer is checked: a body over `max_response_bytes`, anything but the
-    JSON the server is documented to send, a score out of [0, 1] or one that contradicts the
-    status, a wrong count of results, makes those items "infra_error", never a score. So do a
+    answer `assay.wire` defines (read by its strict reader: the fields and their types, a
+    score in [0, 1], the reward its rule gives for the status and score, a verdict that agrees
+    with them), a wrong count of results, makes those items "infra_error", never a score. A
+    failed verdict whose every test passed is read as the server sends it, reward 0.0. So do a
     refused connection, a timeout, a 5xx, and a 429/503 still refused after `retry_attempts`
     tries or `retry_budget` seconds (each retry waits what Retry-After says). A 3xx/4xx other
     than 429 (a wrong URL or token, a body over the server's cap), and an item the server calls
@@ -509,12 +526,11 @@ class ServerRewards:
     def _chunk(self, items: list[Item], where: list[int]) -> list[Reward]:
         body = {"requests": [_request(item, n) for n, item in zip(where, items, strict=True)]}
         try:
-            answer = self._post(body)
-            return self._results(answer, where)
+            return self._results(self._post(body), where)
         except _Bad as exc:
             return [infra(self._redact(f"assay server: {exc}"))] * len(items)
 
-    def _post(self, body: dict[str, Any]) -> Any:
+    def _post(self, body: dict[str, Any]) -> bytes:
         data = json.dumps(body, allow_nan=False).encode()
         headers = {"Content-Type": "application/json", "Accept": "application/json",
                    "Accept-Encoding": "identity"}  # fmt: skip
@@ -524,7 +540,7 @@ class ServerRewards:
         for attempt in range(1, self.retry_attempts + 1):
             status, told, raw = self._send(data, headers)
             if status == 200:
-                return _loads(raw)
+                return raw
             if status in _BUSY:
                 wait = _retry_wait(told.get("Retry-After"), attempt)
                 if attempt == self.retry_attempts or time.monotonic() + wait > deadline:
@@ -579,81 +595,39 @@ class ServerRewards:
                 OSError) as exc:  # fmt: skip
             raise _Bad(f"{type(exc).__name__}: {exc}") from None
 
-    def _results(self, answer: Any, where: list[int]) -> list[Reward]:
-        if not isinstance(answer, dict) or not isinstance(answer.get("results"), list):
-            raise _Bad('the answer is not {"results": [...]}')
-        results = answer["results"]
-        if len(results) != len(where):
-            raise _Bad(f"{len(results)} results for {len(where)} requests")
+    def _results(self, raw: bytes, where: list[int]) -> list[Reward]:
+        try:
+            answers = wire.read_results(raw, len(where), max_bytes=self.max_response_bytes)
+        except AnswerError as exc:
+            raise _Bad(str(exc)) from None
         out = []
-        for n, result in zip(where, results, strict=True):
+        for n, answer in zip(where, answers, strict=True):
             try:
-                out.append(self._result(result))
+                if isinstance(answer, AnswerError):
+                    raise _Bad(str(answer))
+                if self._key is not None and answer.has_verdict:
+                    self._check_signed(answer)
+                reward = answer_reward(answer)
             except _Bad as exc:
-                out.append(infra(self._redact(f"assay server: item {n}: {exc}")))
+                reward = infra(f"assay server: item {n}: {exc}")
             except UsageError as exc:
                 raise UsageError(self._redact(f"item {n}: {exc}")) from None
+            out.append(reward if reward.error is None else infra(self._redact(reward.error)))
         return out
 
-    def _result(self, r: Any) -> Reward:
-        if not isinstance(r, dict):
-            raise _Bad("not an object")
-        status = r.get("status")
-        error = r.get("error")
-        if error is not None and not isinstance(error, str):
-            raise _Bad("error is not a string")
-        if status in ("infra_error", "invalid"):
-            if r.get("score") is not None or r.get("reward") is not None:
-                raise _Bad(f"a score with status {status}")
-            text = _printable(error or "no reason given")
-            if status == "invalid":
-                raise UsageError(f"the assay server refused it: {text}")
-            return infra(self._redact(f"assay server: {text}"))
-        if status not in ("passed", "failed"):
-            raise _Bad(f"unknown status {_printable(repr(status), 40)}")
-        raw_score = r.get("score")
-        if not isinstance(raw_score, (int, float)) or isinstance(raw_score, bool):
-            raise _Bad("score is not a number")
-        score = float(raw_score)
-        if not math.isfinite(score) or not 0 <= score <= 1:
-            raise _Bad("score is not a number in [0, 1]")
-        if "reward" in r and (type(r["reward"]) not in (int, float) or r["reward"] != score):
-            raise _Bad("reward differs from score")
-        if status == "passed" and score != 1:
-            raise _Bad("passed with a score below 1")
-        if error is not None:
-            raise _Bad("an error with a verdict")
-        codes = r.get("reason_codes", [])
-        if (
-            not isinstance(codes, list)
-            or len(codes) > _MAX_REASONS
-            or not all(isinstance(c, str) and len(c) <= 64 and _REASON.match(c) for c in codes)
-            or len(set(codes)) != len(codes)
-        ):
-            raise _Bad("reason_codes are not a list of reason codes")
-        for key, kind in (("grading_id", str), ("envelope", str), ("verdict", dict)):
-            if r.get(key) is not None and not isinstance(r[key], kind):
-                raise _Bad(f"{key} is not a {kind.__name__}")
-        if self._key is not None:
-            self._check_signed(r, status == "passed", score, codes)
-        return verdict_reward(status == "passed", score, codes)
-
-    def _check_signed(
-        self, r: dict[str, Any], passed: bool, score: float, codes: list[str]
-    ) -> None:
-        envelope = r.get("envelope")
-        if not isinstance(envelope, str):
+    def _check_signed(self, answer: wire.Answer) -> None:
+        if answer.envelope is None:
             raise _Bad("no envelope to verify")
         try:
             assert self._key is not None
-            v = assay.verify(envelope.encode(), self._key)
+            v = assay.verify(answer.envelope.encode(), self._key)
         except AssayError as exc:
             raise _Bad(f"the envelope does not verify: {exc}") from None
         if (
-            v.passed != passed
-            or not math.isclose(v.score, score, abs_tol=1e-9)
-            or list(v.reason_codes) != codes
-            or r.get("grading_id") not in (None, v.grading_id)
+            v.passed != (answer.status == "passed")
+            or not math.isclose(v.score, answer.score or 0.0, abs_tol=1e-9)
+            or tuple(v.reason_codes) != answer.reason_codes
+            or v.grading_id != answer.grading_id
         ):
             raise _Bad("the signed verdict differs from the reported result")
 
@@ -675,24 +649,6 @@ def _request(item: Item, n: int) -> dict[str, Any]:
     if item.language is not None:
         req["language"] = item.language
     return req
-
-
-def _loads(raw: bytes) -> Any:
-    """Strict JSON: UTF-8, no NaN/Infinity, no duplicate keys, bounded nesting."""
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out = dict(items)
-        if len(out) != len(items):
-            raise ValueError("duplicate key")
-        return out
-
-    def constant(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
-    try:
-        return json.loads(raw.decode("utf-8"), object_pairs_hook=pairs, parse_constant=constant)
-    except (ValueError, RecursionError) as exc:
-        raise _Bad(f"the answer is not JSON: {_printable(str(exc), 120)}") from None
 
 
 def _retry_wait(header: str | None, attempt: int) -> float:

@@ -1,9 +1,10 @@
 """verl's custom reward function: assay grades the code in each response against its row's
 tests, and says apart a wrong answer, a response with no code, and a grading that never ran.
 
-    # verl 0.8 (ppo_trainer.yaml)             # verl 0.9 (reward.yaml)
+    # verl's configuration, not Python: verl 0.8's ppo_trainer.yaml (verl 0.9: reward.yaml,
+    # where the keys are reward.custom_reward_function.{path,name})
     custom_reward_function.path=pkg://assay.integrations.verl
-    custom_reward_function.name=compute_score  # reward.custom_reward_function.{path,name}
+    custom_reward_function.name=compute_score
 
 verl calls `compute_score(data_source=, solution_str=, ground_truth=, extra_info=)` with
 keywords, once per response (its "naive" manager; the reward loop may add keywords such as

@@ -4,19 +4,24 @@ form an RL trainer holds its problems in, and the submission a code string makes
 A row becomes a task exactly as `assay import apps` makes one (the same converter, the same
 refusals), written once per distinct content under one temporary directory of this process:
 the many completions of one problem in a GRPO group grade against one task, and only the
-judge ever reads the expected outputs.
+judge ever reads the expected outputs. The cache is bounded by count and by bytes on disk,
+and a task made for a request that was refused goes with the refusal.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import secrets
 import shutil
 import tempfile
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,65 +38,205 @@ ALIASES = {"python": "python3", "py": "python3", "c++": "cpp", "nodejs": "javasc
            "js": "javascript", "golang": "go"}  # fmt: skip
 
 
-class InlineTasks:
-    """A bounded cache of tasks made from rows, in a temporary directory removed by `close()`
-    (or when the object is collected, or at interpreter exit). Thread-safe."""
+MAX_TASKS = 4096
+MAX_BYTES = 1 << 30
 
-    def __init__(self, max_tasks: int = 4096) -> None:
+
+@dataclass(eq=False)
+class _Entry:
+    """One row's task in the cache. `users` counts the leases open on it; `kept` says whether
+    anyone used it to the end (a lease left without an error, or `task()`), so that a task
+    made only for requests that were refused goes with them."""
+
+    ready: threading.Event = field(default_factory=threading.Event)
+    task: Task | None = None
+    error: BaseException | None = None
+    size: int = 0
+    users: int = 0
+    kept: bool = False
+
+
+class InlineTasks:
+    """A cache of tasks made from rows, in a temporary directory removed by `close()` (or when
+    the object is collected, or at interpreter exit). Thread-safe.
+
+    Bounded twice: at most `max_tasks` tasks and `max_bytes` bytes on disk (each task's files
+    counted as the disk holds them), the least recently used going first. A task that a
+    `lease` holds is never removed, so while gradings hold tasks the directory may exceed
+    `max_bytes` by theirs. A task whose files alone exceed `max_bytes` is refused
+    (`TaskError`). Building a task happens outside the cache's lock: a slow row delays only
+    the requests for that same row."""
+
+    def __init__(self, max_tasks: int = MAX_TASKS, max_bytes: int = MAX_BYTES) -> None:
+        if max_tasks < 1 or max_bytes < 1:
+            raise UsageError("an inline task cache holds at least one task and one byte")
         self.max_tasks = max_tasks
+        self.max_bytes = max_bytes
         self._root = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}inline-"))
-        self._tasks: OrderedDict[str, Task] = OrderedDict()
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
         self._closer = weakref.finalize(self, shutil.rmtree, self._root, True)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes on disk of the tasks the cache holds now."""
+        with self._lock:
+            return self._bytes
 
     def task(self, tests: Mapping[str, Any] | str, form: str = "apps") -> Task:
         """The task whose tests are `tests`: `{"inputs": [...], "outputs": [...], "fn_name"?}`
         or that object as JSON text. `form`: "apps" (APPS/TACO `input_output`) or "verl"
         (verl's `ground_truth`, where a call-based test's input is newline-separated JSON).
         Raises `assay.errors.TaskError` naming the field when the row cannot become a task,
-        `assay.errors.UsageError` for another form."""
+        `assay.errors.UsageError` for another form. The cache may remove the task's files
+        once later rows need the room: grade with `lease` to hold them."""
+        with self.lease(tests, form) as task:
+            return task
+
+    @contextmanager
+    def lease(self, tests: Mapping[str, Any] | str, form: str = "apps") -> Iterator[Task]:
+        """`task(tests, form)`, held until the block ends: the cache removes no task a lease
+        holds. When the block raises (the request was refused, or its grading had no
+        verdict) and no one else ever used the task, the task is removed as the block ends,
+        so a refused request leaves no files behind."""
         if form not in FORMS:
             raise UsageError(f"form must be one of {', '.join(FORMS)}, not {form!r}")
         raw = tests if isinstance(tests, str) else _json(tests)
         if len(raw) > MAX_NESTED_JSON_BYTES:
             raise TaskError("inline tests", f"{len(raw)} bytes, over {MAX_NESTED_JSON_BYTES}")
-        key = hashlib.sha256(f"{form}\0{raw}".encode()).hexdigest()[:32]
+        key = hashlib.sha256(f"{form}\0{raw}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        entry = self._acquire(raw, form, key)
+        ok = False
+        try:
+            assert entry.task is not None
+            yield entry.task
+            ok = True
+        finally:
+            self._release(key, entry, ok)
+
+    def _acquire(self, raw: str, form: str, key: str) -> _Entry:
         with self._lock:
             if not self._closer.alive:
                 raise UsageError("this InlineTasks was closed")
-            found = self._tasks.get(key)
-            if found is not None:
-                self._tasks.move_to_end(key)
-                return found
-            task = self._make(raw, form, key)
-            self._tasks[key] = task
-            while len(self._tasks) > self.max_tasks:
-                _, old = self._tasks.popitem(last=False)
-                shutil.rmtree(old.root, ignore_errors=True)
-            return task
+            entry = self._entries.get(key)
+            building = entry is None
+            if entry is None:
+                entry = self._entries[key] = _Entry()
+            else:
+                self._entries.move_to_end(key)
+            entry.users += 1
+        if not building:
+            entry.ready.wait()
+            if entry.error is not None:
+                with self._lock:
+                    entry.users -= 1
+                raise entry.error
+            return entry
+        try:
+            task, size = self._make(raw, form, key)
+        except BaseException as exc:
+            with self._lock:
+                entry.error, entry.users = exc, entry.users - 1
+                if self._entries.get(key) is entry:
+                    del self._entries[key]
+            entry.ready.set()
+            raise
+        with self._lock:
+            entry.task, entry.size = task, size
+            if self._entries.get(key) is entry:
+                self._bytes += size
+                doomed = self._evict()
+            else:  # closed while it was built: close() already removed the directory
+                doomed = []
+        entry.ready.set()
+        _remove(doomed)
+        return entry
 
-    def _make(self, raw: str, form: str, key: str) -> Task:
+    def _release(self, key: str, entry: _Entry, ok: bool) -> None:
+        with self._lock:
+            entry.users -= 1
+            entry.kept = entry.kept or ok
+            doomed: list[Path] = []
+            if not entry.kept and entry.users == 0 and self._entries.get(key) is entry:
+                doomed.append(self._forget(key, entry))
+            doomed += self._evict()
+        _remove(doomed)
+
+    def _evict(self) -> list[Path]:
+        """Under the lock: forget the least recently used tasks no lease holds until the cache
+        is within its bounds; their directories, moved aside, for `_remove`."""
+        doomed = []
+        for key, entry in list(self._entries.items()):
+            if len(self._entries) <= self.max_tasks and self._bytes <= self.max_bytes:
+                break
+            if entry.users == 0 and entry.task is not None:
+                doomed.append(self._forget(key, entry))
+        return doomed
+
+    def _forget(self, key: str, entry: _Entry) -> Path:
+        """Under the lock: drop `key` and move its directory aside (a rename, so removing it
+        after the lock is released cannot race a new build of the same row, which writes the
+        same name)."""
+        del self._entries[key]
+        self._bytes -= entry.size
+        assert entry.task is not None
+        aside = self._root / f".gone-{secrets.token_hex(8)}"
+        try:
+            entry.task.root.rename(aside)
+        except OSError:
+            return entry.task.root
+        return aside
+
+    def _make(self, raw: str, form: str, key: str) -> tuple[Task, int]:
         row = {"input_output" if form == "apps" else "ground_truth": raw,
                "question": "A problem given inline by its tests."}  # fmt: skip
         try:
             io, verl = apps.io_of(row)
             made = apps.build(row, io, verl, f"inline-{key}", "inline")
-            return load_task(write_task(self._root, made))
+            written = write_task(self._root, made)
         except Refused as exc:
             raise TaskError("inline tests", f"cannot make a task: {exc}") from None
+        try:
+            size = disk_usage(written)
+            if size > self.max_bytes:
+                raise TaskError(
+                    "inline tests",
+                    f"the task takes {size} bytes on disk, over the cache's {self.max_bytes}",
+                )
+            return load_task(written), size
+        except BaseException:
+            shutil.rmtree(written, ignore_errors=True)
+            raise
 
     def close(self) -> None:
-        """Remove every task written; later calls to `task` raise."""
+        """Remove every task written; later calls to `task` and `lease` raise."""
         with self._lock:
-            self._tasks.clear()
+            self._entries.clear()
+            self._bytes = 0
             self._closer()
+
+
+def disk_usage(root: Path) -> int:
+    """Bytes a directory tree takes on disk (allocated blocks, as `du` counts them), links
+    not followed."""
+    total = 0
+    for here, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            total += os.lstat(os.path.join(here, name)).st_blocks * 512
+    return total + os.lstat(root).st_blocks * 512
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _json(tests: Mapping[str, Any]) -> str:
     try:
         return json.dumps(tests, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise TaskError("inline tests", f"not JSON data: {exc}") from None
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise TaskError("inline tests", f"not JSON data: {type(exc).__name__}: {exc}") from None
 
 
 def code_submission(task: Task, code: str, language: str | None = None) -> dict[str, str]:

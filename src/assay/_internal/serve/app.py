@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 import assay
 from assay.errors import AssayError, UsageError
+from assay.wire import Answer
 
 from ..model.languages import LANGUAGES, language_image
 from ..model.strict_json import StrictJSONError, loads_strict
@@ -33,7 +34,7 @@ from ..sandbox.execute import Execution, RunRequest, execute
 from .admission import Admission, Draining, Full, QueueTimeout
 from .asgi import AccessLog, BodyCap, TokenAuth
 from .metrics import Metrics
-from .native import BatchRequest, GradeRequest, NativeGrading, answer
+from .native import BatchRequest, GradeRequest, NativeGrading
 
 log = logging.getLogger("assay.serve")
 M = TypeVar("M", bound=BaseModel)
@@ -57,7 +58,12 @@ class Invalid(Exception):
 
 @dataclass(frozen=True)
 class Settings:
-    """What `create_app` needs besides the grader (the CLI's options, checked)."""
+    """What `create_app` and `serve` need besides the grader (the CLI's options, checked).
+
+    `head_timeout`: seconds a connection may take to send a request's whole head, from its
+    start or the previous response's end; `body_timeout`: seconds from a head to the end of
+    its body; `max_connections`: open connections at most (past it, the oldest one waiting
+    for a head is closed); `inline_cache_bytes`: bytes on disk of the tasks made from rows."""
 
     token: str | None
     workers: int = 2
@@ -65,6 +71,10 @@ class Settings:
     queue_timeout: float = 120.0
     max_body_bytes: int = 16 << 20
     limits: sf.ServerLimits = field(default_factory=sf.ServerLimits)
+    head_timeout: float = 10.0
+    body_timeout: float = 120.0
+    max_connections: int = 1024
+    inline_cache_bytes: int = 1 << 30
 
 
 VERSIONS = {
@@ -100,7 +110,7 @@ class Service:
         self.settings = settings
         self.admission = Admission(settings.workers, settings.queue, settings.queue_timeout)
         self.metrics = Metrics(self.admission)
-        self.inline = assay.InlineTasks()
+        self.inline = assay.InlineTasks(max_bytes=settings.inline_cache_bytes)
         self.native = NativeGrading(grader, tasks, self.inline)
         self.tasks = tasks
         self.languages = available_languages(grader)
@@ -183,7 +193,8 @@ def create_app(
     async def invalid(_r: Request, exc: Invalid) -> JSONResponse:
         return JSONResponse({"detail": exc.detail}, 422)
 
-    @app.get("/health")
+    # HEAD too: load balancers and uptime checks probe with it (uvicorn sends no body).
+    @app.api_route("/health", methods=["GET", "HEAD"])
     async def health() -> dict[str, Any]:
         a = svc.admission
         return {"status": "draining" if a.draining else "ok"}
@@ -208,7 +219,7 @@ def create_app(
         except (Full, Draining) as exc:
             return busy(exc)
         except QueueTimeout as exc:
-            out = answer("infra_error", error=str(exc))
+            out = Answer.no_verdict("infra_error", str(exc)).to_json()
         svc.metrics.outcome("/v1/grade", out["status"])
         return JSONResponse(out, 422 if out["status"] == "invalid" else 200)
 
@@ -226,7 +237,7 @@ def create_app(
             try:
                 out = await svc.admission.run(lambda: svc.native.grade(r))
             except QueueTimeout as exc:
-                out = answer("infra_error", error=str(exc))
+                out = Answer.no_verdict("infra_error", str(exc)).to_json()
             svc.metrics.outcome("/v1/grade/batch", out["status"])
             return out
 
@@ -290,5 +301,5 @@ def create_app(
         return JSONResponse(out)
 
     wrapped = AccessLog(TokenAuth(BodyCap(app, settings.max_body_bytes), settings.token),
-                        svc.metrics.observe)  # fmt: skip
+                        svc.metrics.observe, Metrics.label)  # fmt: skip
     return wrapped, svc

@@ -1,7 +1,7 @@
-"""Plain ASGI middleware around the app, outermost first: the access log (which never sees a
-token: it logs the route after the token segment is stripped), the token check, and the
-request body cap. Pure ASGI so that a refused request costs no framework work and an
-oversized body is refused before it is read whole."""
+"""Plain ASGI middleware around the app, outermost first: the access log (which never holds a
+client's path, so never a token: it logs the name of the route a request reached, or "other"),
+the token check, and the request body cap. Pure ASGI so that a refused request costs no
+framework work and an oversized body is refused before it is read whole."""
 
 from __future__ import annotations
 
@@ -143,13 +143,25 @@ class BodyCap:
                 raise
 
 
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
+
+
 class AccessLog:
     """One line per request: method, route, status and seconds. Outermost, so it sees refused
-    requests too. The route is what `TokenAuth` recorded after stripping the token (never the
-    raw path, which may hold the token or a guess at it)."""
+    requests too. What it logs is chosen from fixed sets, never copied from the request: the
+    route is `label(route)` of what `TokenAuth` recorded after stripping the token (one of the
+    app's routes, or "other"), "(refused)" for a request it refused, and the method one of
+    `METHODS` or "OTHER". A path can hold the token in any form or place (doubled, percent-
+    encoded, after another segment); no rule that looks for the token in it can be complete,
+    so no part of a path is logged."""
 
-    def __init__(self, app: ASGIApp, observe: Callable[[str, int, float], None]) -> None:
-        self.app, self.observe = app, observe
+    def __init__(
+        self,
+        app: ASGIApp,
+        observe: Callable[[str, int, float], None],
+        label: Callable[[str], str],
+    ) -> None:
+        self.app, self.observe, self.label = app, observe, label
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -167,7 +179,9 @@ class AccessLog:
         try:
             await self.app(scope, receive, wrapped_send)
         finally:
-            route = str(scope.get("assay.route", "(refused)"))
+            route = scope.get("assay.route")
+            shown = "(refused)" if route is None else self.label(str(route))
+            method = scope["method"] if scope["method"] in METHODS else "OTHER"
             secs = time.monotonic() - t0
-            self.observe(route, status, secs)
-            log.info("%s %s %d %.3fs", scope["method"], route[:200], status, secs)
+            self.observe(shown, status, secs)
+            log.info("%s %s %d %.3fs", method, shown, status, secs)

@@ -41,6 +41,11 @@ class Metrics:
             "assay_serve_rejected", "Items refused before any work: full, draining",
             ["reason"], registry=r,
         )  # fmt: skip
+        self.connections_dropped = Counter(
+            "assay_serve_connections_dropped", "Connections closed by the server before a "
+            "request was whole: head-timeout, body-timeout, shed (idle, to make room), refused",
+            ["reason"], registry=r,
+        )  # fmt: skip
         queued = Gauge("assay_serve_queue_depth", "Items admitted, not started", registry=r)
         queued.set_function(lambda: admission.waiting)
         running = Gauge("assay_serve_in_flight", "Items running on a worker", registry=r)
@@ -61,6 +66,9 @@ class Metrics:
         self.outcomes.labels(self.label(route), outcome).inc()
         if outcome in ("infra_error", "sandbox_error"):
             self.infra_errors.labels(self.label(route)).inc()
+
+    def dropped(self, reason: str) -> None:
+        self.connections_dropped.labels(reason).inc()
 
     def text(self) -> bytes:
         return generate_latest(self.registry)

@@ -1,17 +1,20 @@
 """The native routes' requests and answers: grade a submission against a task the server
 loaded or one made from a row's tests, and say apart passed, failed and infrastructure error
-so that a trainer can mask the last instead of learning from it."""
+so that a trainer can mask the last instead of learning from it. The answer's shape and the
+reward rule are `assay.wire`'s, which the clients read with."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 import assay
 from assay.errors import AssayError, InfrastructureError, UsageError
+from assay.wire import Answer
 
 log = logging.getLogger("assay.serve")
 
@@ -53,34 +56,6 @@ class BatchRequest(BaseModel):
     requests: list[GradeRequest] = Field(min_length=1, max_length=MAX_BATCH)
 
 
-Status = Literal["passed", "failed", "invalid", "infra_error"]
-
-
-def answer(
-    status: Status,
-    graded: assay.Graded | None = None,
-    error: str | None = None,
-) -> dict[str, Any]:
-    """One grading's answer. `score`/`reward` is null unless a verdict exists: an
-    infrastructure error or an invalid request never reads as a score of 0."""
-    v = graded.verdict if graded is not None else None
-    reward = None
-    if v is not None:
-        # A failed verdict never rewards 1.0: every test passed but a limit or a security
-        # reason failed it (assay.integrations.rewards.verdict_reward, the same rule).
-        reward = v.score if v.passed or v.score < 1.0 else 0.0
-    return {
-        "status": status,
-        "score": v.score if v is not None else None,
-        "reward": reward,
-        "reason_codes": list(v.reason_codes) if v is not None else [],
-        "grading_id": v.grading_id if v is not None else None,
-        "verdict": v.model_dump(mode="json") if v is not None else None,
-        "envelope": graded.envelope.decode() if graded is not None else None,
-        "error": error,
-    }
-
-
 class NativeGrading:
     """Grades on worker threads with one shared `Grader`; tasks loaded at start (`tasks`) or
     made from rows (`inline`)."""
@@ -90,36 +65,40 @@ class NativeGrading:
     ) -> None:
         self.grader, self.tasks, self.inline = grader, tasks, inline
 
-    def task_of(self, req: GradeRequest) -> assay.Task:
+    def task_of(self, req: GradeRequest) -> AbstractContextManager[assay.Task]:
+        """The request's task, held for the grading: an inline task is leased, so the cache
+        never removes it under a grading, and one made for a request refused before any
+        verdict goes with it."""
         if req.task is not None:
             found = self.tasks.get(req.task)
             if found is None:
                 raise UsageError(f"no task {req.task!r} on this server (GET /v1/tasks lists them)")
-            return found
+            return nullcontext(found)
         if req.input_output is not None:
-            return self.inline.task(req.input_output, "apps")
+            return self.inline.lease(req.input_output, "apps")
         assert req.ground_truth is not None
-        return self.inline.task(req.ground_truth, "verl")
+        return self.inline.lease(req.ground_truth, "verl")
 
     def grade(self, req: GradeRequest) -> dict[str, Any]:
         """Runs on a worker thread; never raises."""
         try:
-            task = self.task_of(req)
-            if req.files is not None:
-                submission: dict[str, str] = req.files
-            else:
-                assert req.code is not None
-                submission = assay.code_submission(task, req.code, req.language)
-            graded = self.grader.grade(task, submission, tier=req.tier)
+            with self.task_of(req) as task:
+                if req.files is not None:
+                    submission: dict[str, str] = req.files
+                else:
+                    assert req.code is not None
+                    submission = assay.code_submission(task, req.code, req.language)
+                graded = self.grader.grade(task, submission, tier=req.tier)
         except UsageError as exc:
-            return answer("invalid", error=exc.diagnostics())
+            return Answer.no_verdict("invalid", exc.diagnostics()).to_json()
         except InfrastructureError as exc:
             log.warning("grading: infrastructure error: %s", exc)
-            return answer("infra_error", error=exc.diagnostics())
+            return Answer.no_verdict("infra_error", exc.diagnostics()).to_json()
         except AssayError as exc:  # e.g. an archive over its cap: no verdict was made
             log.warning("grading: no verdict: %s", exc)
-            return answer("infra_error", error=exc.diagnostics())
+            return Answer.no_verdict("infra_error", exc.diagnostics()).to_json()
         except Exception as exc:
             log.exception("grading: unexpected error")
-            return answer("infra_error", error=f"internal error: {type(exc).__name__}: {exc}")
-        return answer("passed" if graded.verdict.passed else "failed", graded)
+            why = f"internal error: {type(exc).__name__}: {exc}"
+            return Answer.no_verdict("infra_error", why).to_json()
+        return Answer.of_verdict(graded.verdict, graded.envelope).to_json()

@@ -7,6 +7,7 @@ import ipaddress
 import logging
 import os
 import re
+import resource
 import secrets
 import sys
 from collections.abc import Mapping
@@ -20,6 +21,7 @@ import assay
 from assay.errors import UsageError
 
 from .app import Service, Settings, create_app
+from .connections import Guard, guarded_protocol
 
 log = logging.getLogger("assay.serve")
 
@@ -89,6 +91,42 @@ def load_tasks(root: Path | None) -> dict[str, assay.Task]:
     return tasks
 
 
+FD_RESERVE = 256
+"""File descriptors kept for the grader (engine sockets, archives, task files) beside the
+connections: the connection cap never lets clients take these."""
+
+
+def connection_cap(wanted: int) -> int:
+    """`wanted`, or fewer when this process may not open that many descriptors plus
+    `FD_RESERVE` (RLIMIT_NOFILE): clients running the server out of descriptors would stop
+    every grading, not just their own requests."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft - FD_RESERVE >= wanted:
+        return wanted
+    cap = max(16, soft - FD_RESERVE)
+    log.warning("at most %d connections (not %d): the descriptor limit is %d", cap, wanted, soft)
+    return cap
+
+
+def server_config(
+    app: Any, service: Service, *, host: str, port: int, drain_timeout: float = 600.0
+) -> uvicorn.Config:
+    """uvicorn's configuration for the app: h11 under `connections.GuardedProtocol` (the
+    head and body deadlines and the connection cap of `service.settings`), no websockets (no
+    route takes one, and an upgrade would leave the guarded protocol), no access log of
+    uvicorn's own (`asgi.AccessLog` writes one without paths)."""
+    s = service.settings
+    guard = Guard(
+        head_timeout=s.head_timeout, body_timeout=s.body_timeout,
+        max_connections=connection_cap(s.max_connections), dropped=service.metrics.dropped,
+    )  # fmt: skip
+    return uvicorn.Config(
+        app, host=host, port=port, access_log=False, log_level="warning",
+        timeout_graceful_shutdown=int(drain_timeout), lifespan="on",
+        http=guarded_protocol(guard), ws="none",
+    )  # fmt: skip
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server, telling the service to stop taking work as soon as a signal comes
     (new requests on open connections get 503 while the running ones finish). uvicorn raises
@@ -118,10 +156,7 @@ def serve(
     container, judge and temporary task. Raises `UsageError` for a refused address."""
     check_address(host, settings.token)
     app, service = create_app(grader, tasks, settings)
-    config = uvicorn.Config(
-        app, host=host, port=port, access_log=False, log_level="warning",
-        timeout_graceful_shutdown=int(drain_timeout), lifespan="on",
-    )  # fmt: skip
+    config = server_config(app, service, host=host, port=port, drain_timeout=drain_timeout)
     server = _Server(config)
     server.service = service
     if announce is not None:
