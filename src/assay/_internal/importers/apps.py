@@ -72,15 +72,22 @@ import keyword
 import re
 from typing import Any
 
+from assay._incontainer.values import MAX_INT_LITERAL
+
 from .stdio_task import (
     IDENTIFIER,
+    MAX_ARGS,
+    MAX_FIELD_BYTES,
     MAX_STATEMENT_BYTES,
+    MAX_TESTS,
     FunctionTask,
     Refused,
     StdioTask,
     Task,
     add_solution,
     add_test,
+    at_most,
+    bounded_dict,
     checked_function_cases,
     function_case,
     json_type,
@@ -160,6 +167,7 @@ def build(row: dict[str, Any], io: dict[str, Any], verl: bool, task_id: str, sou
         raise Refused(f"input_output has {len(inputs)} inputs and {len(outputs)} outputs")
     if not inputs:
         raise Refused("input_output has no tests")
+    at_most(len(inputs), MAX_TESTS, "tests")
     about = describe(row, source, task_id)
     task: Task
     if fn_name is None:
@@ -297,8 +305,9 @@ def function_task(
         else:
             if not isinstance(inp, list):
                 raise Refused(f"inputs[{i}] is a {json_type(inp)}, not an argument list")
+            at_most(len(inp), MAX_ARGS, f"arguments in inputs[{i}]")
             args, expected = inp, out
-        args, expected = int_keys(args, expected)
+        args, expected = int_keys(args, expected, i)
         cases.append(function_case(str(i + 1), args, expected))
     checked_function_cases(cases)
     entry = f"Solution.{fn_name}" if method else fn_name
@@ -309,28 +318,43 @@ def function_task(
 def verl_case(inp: Any, out: Any, i: int) -> tuple[list[Any], Any]:
     if not isinstance(inp, str) or not isinstance(out, str):
         raise Refused(f"test {i + 1}: verl's call-based input and output are JSON text")
+    for what, text in ((f"inputs[{i}]", inp), (f"outputs[{i}]", out)):
+        if len(text) > MAX_FIELD_BYTES:  # characters: at least as many bytes
+            raise Refused(f"{what} is longer than {MAX_FIELD_BYTES} bytes")
+    at_most(inp.count("\n") + 1, MAX_ARGS, f"arguments (lines) in inputs[{i}]")
     args = [nested_json(line, f"inputs[{i}]") for line in inp.split("\n")]
     return args, nested_json(out, f"outputs[{i}]")
 
 
-def _int_keyed(d: dict[str, Any]) -> dict[int, Any] | None:
+def _int_keyed(d: dict[str, Any], what: str) -> dict[int, Any] | None:
+    """APPS's `{int(k): v for k, v in d.items()}` when every key reads as an int, else None.
+    A key past Python's 4300-digit limit does not read as one (APPS's int() raises too), and is
+    never handed to int(): with the limit lifted (PYTHONINTMAXSTRDIGITS=0) that is quadratic.
+    The ints are put in the dict by bounded_dict: they collide at will, str keys do not."""
+    if not all(isinstance(k, str) and len(k.strip()) <= MAX_INT_LITERAL for k in d):
+        return None
     try:
-        return {int(k): v for k, v in d.items()}
+        ints = [(int(k), v) for k, v in d.items()]
     except (ValueError, TypeError):
         return None
+    return bounded_dict(ints, what)
 
 
-def int_keys(args: list[Any], expected: Any) -> tuple[list[Any], Any]:
+def int_keys(args: list[Any], expected: Any, i: int = 0) -> tuple[list[Any], Any]:
     """APPS testing_util.py lines 234-248, which run before every call-based test."""
-    if args and isinstance(args[0], dict) and (keyed := _int_keyed(args[0])) is not None:
+    if (
+        args
+        and isinstance(args[0], dict)
+        and (keyed := _int_keyed(args[0], f"inputs[{i}][0]")) is not None
+    ):
         args = [keyed]
-    if isinstance(expected, dict) and (keyed := _int_keyed(expected)) is not None:
+    if isinstance(expected, dict) and (keyed := _int_keyed(expected, f"outputs[{i}]")) is not None:
         expected = [keyed]
     if (
         isinstance(expected, list)
         and expected
         and isinstance(expected[0], dict)
-        and (keyed := _int_keyed(expected[0])) is not None
+        and (keyed := _int_keyed(expected[0], f"outputs[{i}][0]")) is not None
     ):
         expected = [keyed]
     return args, expected

@@ -46,10 +46,12 @@ from typing import Any
 
 from .stdio_task import (
     MAX_STATEMENT_BYTES,
+    MAX_TESTS,
     Refused,
     StdioTask,
     add_solution,
     add_test,
+    at_most,
     json_type,
     slug,
     tagged,
@@ -84,9 +86,12 @@ def build(row: dict[str, Any], name: str, task_id: str) -> StdioTask:
             raise Refused(f"field {key!r} is set: the problem uses files, not stdin/stdout")
     task = StdioTask(task_id, f"CodeContests problem {name[:200]} (imported by assay import "
                      "codecontests).", readme(description), [])  # fmt: skip
-    for key, prefix in (("public_tests", "public"), ("private_tests", "private"),
-                        ("generated_tests", "generated")):  # fmt: skip
-        for i, (inp, out) in enumerate(test_pairs(row, key)):
+    kinds = (("public_tests", "public"), ("private_tests", "private"),
+             ("generated_tests", "generated"))  # fmt: skip
+    groups = [(prefix, test_pairs(row, key)) for key, prefix in kinds]
+    at_most(sum(len(pairs) for _, pairs in groups), MAX_TESTS, "tests")
+    for prefix, pairs in groups:
+        for i, (inp, out) in enumerate(pairs):
             add_test(task.tests, f"{prefix}-{i + 1}", inp, out)
     if not task.tests:
         raise Refused("no tests in public_tests, private_tests or generated_tests")

@@ -17,6 +17,7 @@ ignored is a note. docs/tasks.md, "Harbor tasks", lists each rule and why.
 from __future__ import annotations
 
 import re
+import secrets
 import shutil
 import tomllib
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from pathlib import Path
 from assay.errors import UsageError
 
 from .harbor_config import Converted, Refusal, convert
+from .stdio_task import unexpected
 
 COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
 MAX_FILE_BYTES = 64 << 20
@@ -131,17 +133,26 @@ def import_harbor(src: Path, out: Path) -> Path:
 
 
 def _write(src: Path, out: Path, converted: Converted) -> Path:
+    """The task built whole in a temporary directory beside `out`, then renamed onto it (a
+    missing or empty directory), so a failure half-way leaves no task behind."""
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out}: exists and is not empty")
-    out.mkdir(parents=True, exist_ok=True)
-    _copy_tree(src / "environment", out / "environment")
-    _copy_tree(src / "tests", out / "judge" / "tests")
-    (out / "inputs").mkdir()
-    _copy_file(src / "instruction.md", out / "inputs" / "instruction.md")
-    if (src / "solution").is_dir():
-        _copy_tree(src / "solution", out / "solutions" / "reference")
-    _copy_file(src / "task.toml", out / ORIGINAL)
-    (out / "task.toml").write_text(converted.toml, encoding="utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.{secrets.token_hex(6)}.tmp"
+    tmp.mkdir()
+    try:
+        _copy_tree(src / "environment", tmp / "environment")
+        _copy_tree(src / "tests", tmp / "judge" / "tests")
+        (tmp / "inputs").mkdir()
+        _copy_file(src / "instruction.md", tmp / "inputs" / "instruction.md")
+        if (src / "solution").is_dir():
+            _copy_tree(src / "solution", tmp / "solutions" / "reference")
+        _copy_file(src / "task.toml", tmp / ORIGINAL)
+        (tmp / "task.toml").write_text(converted.toml, encoding="utf-8")
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return out
 
 
@@ -189,6 +200,8 @@ def import_tree(src: Path, out: Path | None) -> list[Result]:
                 res.out = _write(task, out / tid, converted)
         except UsageError as exc:
             res.refusal = exc
+        except Exception as exc:  # one task's failure (a bug, an unreadable file): its refusal
+            res.refusal = UsageError(unexpected(exc))
     if not results:
         raise UsageError(f"{src}: no Harbor task here (no task.toml in it or below it)")
     return results

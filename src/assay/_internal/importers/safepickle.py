@@ -9,8 +9,12 @@ dict. Every other opcode (GLOBAL, STACK_GLOBAL, REDUCE, BUILD, INST, OBJ, NEWOBJ
 PERSID, BINPERSID, EXT1/2/4, sets, buffers, ...) is refused with an error naming it.
 
 Bounds: the input size (the caller's), the value's nesting depth, the number of values built,
-the stack and memo sizes, and the length of integers. A memo reference (GET) may only name a
-scalar: containers are never shared, so the result is a tree (no cycles, no aliasing).
+the stack and memo sizes, the length of integers, and how many keys of one dict share a hash
+value. A memo reference (GET) may only name a scalar: containers are never shared, so the result
+is a tree (no cycles, no aliasing).
+
+Every malformed input raises PickleRefused (a ValueError), never another exception: a caller
+turns it into the refusal of one row.
 
 `inflate` is a bounded zlib decompression (a small input cannot expand past `max_bytes`).
 """
@@ -18,6 +22,7 @@ scalar: containers are never shared, so the result is a tree (no cycles, no alia
 from __future__ import annotations
 
 import pickletools
+import re
 import struct
 import zlib
 from typing import Any
@@ -28,6 +33,12 @@ MAX_STACK = 100_000
 MAX_MEMO = 1_000_000
 MAX_INT_BYTES = 1024  # LONG1/LONG4 payloads; the text forms get the same bound in digits
 MAX_PROTOCOL = 5
+# Keys of one dict that may share a hash value (the judge's own bound, values.MAX_SAME_HASH).
+# Hashes of ints, floats, bool and None are public arithmetic (every k * (2**61 - 1) hashes to
+# 0), and each insert compares against every key of its hash, so without this bound a pickle of
+# n such keys costs n**2/2 probes; str and bytes hashes are salted per process, so not counted.
+MAX_SAME_HASH = 32
+_DECIMAL = re.compile(rb"[+-]?[0-9]{1,%d}" % (MAX_INT_BYTES * 3))
 
 OPCODE_NAMES: dict[int, str] = {ord(op.code): op.name for op in pickletools.opcodes}
 
@@ -75,12 +86,15 @@ class _Reader:
 
 
 def _text_int(raw: bytes, name: str) -> int | bool:
-    text = raw.decode("ascii", errors="replace").rstrip("L")
-    if name == "INT" and text in ("00", "01"):  # protocol 0 spells False/True as I00/I01
-        return text == "01"
-    if len(text) > MAX_INT_BYTES * 3 or not text.lstrip("+-").isdigit():
+    if name == "LONG" and raw.endswith(b"L"):  # Python 2's suffix, one as pickle strips it
+        raw = raw[:-1]
+    if name == "INT" and raw in (b"00", b"01"):  # protocol 0 spells False/True as I00/I01
+        return raw == b"01"
+    # The whole grammar matched here, so int() below cannot refuse it ("-+5", "5_0", " 5" and
+    # non-ASCII digits are all things int() would read or raise on in its own way).
+    if not _DECIMAL.fullmatch(raw):
         raise PickleRefused(f"{name}: not a bounded decimal integer", name)
-    return int(text)
+    return int(raw)
 
 
 class _Machine:
@@ -90,6 +104,8 @@ class _Machine:
         self.marks: list[int] = []
         self.memo: dict[int, Any] = {}
         self.values = 0
+        # Per dict (kept alive here, so its id names it alone): keys counted by hash value.
+        self.hashes: dict[int, tuple[dict[Any, Any], dict[int, int]]] = {}
 
     def push(self, value: Any) -> None:
         self.values += 1
@@ -139,7 +155,23 @@ class _Machine:
         for k, v in zip(items[::2], items[1::2], strict=True):
             if not isinstance(k, _KEY_TYPES):
                 raise PickleRefused(f"{name}: a dict key of type {type(k).__name__}", name)
+            if not isinstance(k, (str, bytes)) and k not in target:
+                self._count_hash(target, hash(k), name)
             target[k] = v
+
+    def _count_hash(self, target: dict[Any, Any], h: int, name: str) -> None:
+        entry = self.hashes.get(id(target))
+        if entry is None:
+            entry = self.hashes[id(target)] = (target, {})
+        # A hash is an int of at most 61 bits, which hashes to itself: this count cannot flood.
+        counts = entry[1]
+        counts[h] = n = counts.get(h, 0) + 1
+        if n > MAX_SAME_HASH:
+            raise PickleRefused(
+                f"{name}: more than {MAX_SAME_HASH} keys of one dict share a hash value "
+                "(a hash-collision flood)",
+                name,
+            )
 
     def run(self) -> Any:
         r = self.r
@@ -200,7 +232,10 @@ class _Machine:
                 except UnicodeDecodeError:
                     raise PickleRefused(f"{name}: not UTF-8", name) from None
             elif code == ord("V"):  # UNICODE (protocol 0, raw-unicode-escape)
-                self.push(r.line().decode("raw-unicode-escape"))
+                try:
+                    self.push(r.line().decode("raw-unicode-escape"))
+                except UnicodeDecodeError:  # a truncated \uXXXX or \UXXXXXXXX escape
+                    raise PickleRefused(f"{name}: a bad \\u escape", name) from None
             elif code in (ord("C"), ord("B"), 0x8E):  # SHORT_BINBYTES, BINBYTES, BINBYTES8
                 fmt = {ord("C"): "<B", ord("B"): "<I", 0x8E: "<Q"}[code]
                 self.push(bytes(r.take(r.u(fmt))))

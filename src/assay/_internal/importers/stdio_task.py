@@ -2,11 +2,15 @@
 livecodebench`): reading rows, the task a row becomes, and writing it.
 
 Every row is hostile. A row is read with a size cap and parsed by strict JSON (no duplicate
-keys, no NaN, bounded depth); each field's type is checked where it is read; a row that cannot
-become a task is refused with a reason naming the field, collected in the report, and the
-import goes on with the next row. A task directory is built under a fresh temporary directory
-inside --out and renamed into place, so a reader sees the old task, none, or the whole new one;
-its name is a validated task id, so nothing is ever written outside --out.
+keys, no NaN, bounded depth); each field's type is checked where it is read, and every count
+(tests, arguments of a call) and size is checked before the structures it sizes are built, so a
+row costs work linear in its bytes; a row that cannot become a task is refused with a reason
+naming the field, collected in the report, and the import goes on with the next row. Any other
+exception while a row is converted or written refuses that row too, naming the exception
+("internal error: ..."): one bad row never ends an import. A task directory is built under a
+fresh temporary directory inside --out and renamed into place, so a reader sees the old task,
+none, or the whole new one, never half of one; its name is a validated task id, so nothing is
+ever written outside --out.
 
 Two task shapes come out (docs: design-27):
 - a `stdio` task: task.toml, inputs/README.md, judge/tests.json, solutions/<name>/<source>;
@@ -22,7 +26,7 @@ import re
 import secrets
 import shutil
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +43,13 @@ MAX_ROW_DEPTH = 32
 MAX_NESTED_JSON_BYTES = 64 << 20
 # Output: per task.
 MAX_TESTS = 2000
+# Arguments of one call (a function test's input): a LeetCode method takes a handful; a row of
+# a million one-line "arguments" would otherwise be parsed one JSON document at a time.
+MAX_ARGS = 256
+# Keys of one dict that may share a hash value: the judge's own bound (values.native), so a row
+# it would refuse is refused here before the dict is built (ints hash as public arithmetic).
+MAX_SAME_HASH = values.MAX_SAME_HASH
+MAX_REASON_CHARS = 300
 MAX_FIELD_BYTES = 8 << 20  # one test's stdin or expected stdout
 MAX_TESTS_FILE_BYTES = 16 << 20  # judge/tests.json (the stdio kind's own cap) and cases.json
 MAX_STATEMENT_BYTES = 1 << 20
@@ -76,12 +87,17 @@ class Refused(Exception):
 
 @contextmanager
 def tagged(task_id: str) -> Iterator[None]:
-    """Refusals raised inside name `task_id`."""
+    """Refusals raised inside name `task_id`; so does any other exception, as a refusal that
+    names it (`unexpected`), so the report says which row's task it was."""
     try:
         yield
     except Refused as exc:
         exc.task_id = exc.task_id or task_id
         raise
+    except Exception as exc:
+        refused = Refused(unexpected(exc))
+        refused.task_id = task_id
+        raise refused from exc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,10 +211,13 @@ def read_rows(path: Path, limit: int | None = None) -> Iterator[tuple[int, Any]]
                 continue
             number += 1
             try:
-                yield number, loads_strict(line.strip(), max_bytes=MAX_ROW_BYTES,
-                                           max_depth=MAX_ROW_DEPTH)  # fmt: skip
+                parsed = loads_strict(line.strip(), max_bytes=MAX_ROW_BYTES,
+                                      max_depth=MAX_ROW_DEPTH)  # fmt: skip
             except StrictJSONError as exc:
-                yield number, Refused(f"row is not JSON ({exc.code}): {exc}")
+                parsed = Refused(f"row is not JSON ({exc.code}): {exc}")
+            except Exception as exc:  # raised inside this generator, it would end the import
+                parsed = Refused(unexpected(exc))
+            yield number, parsed
 
 
 def _json_list(raw: bytes, path: Path, limit: int | None) -> Iterator[tuple[int, Any]]:
@@ -212,6 +231,35 @@ def _json_list(raw: bytes, path: Path, limit: int | None) -> Iterator[tuple[int,
     if not isinstance(rows, list):
         raise UsageError(f"{path}: a .json input must be a list of rows")
     yield from enumerate(rows[:limit] if limit is not None else rows, 1)
+
+
+def unexpected(exc: BaseException) -> str:
+    """The refusal of a row that raised what no check meant to raise: named, bounded, one line."""
+    return f"internal error: {type(exc).__name__}: {shown(str(exc), MAX_REASON_CHARS)}"
+
+
+def bounded_dict(pairs: Iterable[tuple[Any, Any]], what: str) -> dict[Any, Any]:
+    """`dict(pairs)`, refused once more than MAX_SAME_HASH distinct keys share a hash value.
+    The hash of an int is public arithmetic (k and k + (2**61 - 1) collide), and each insert
+    probes every key of its hash, so n such keys cost n**2/2 probes: a 3 MB row took 108 s.
+    With this bound each insert probes at most MAX_SAME_HASH keys, whatever the row holds."""
+    out: dict[Any, Any] = {}
+    counts: dict[int, int] = {}  # a hash is an int below 2**61, which hashes to itself
+    for k, v in pairs:
+        if k not in out:
+            h = hash(k)
+            counts[h] = n = counts.get(h, 0) + 1
+            if n > MAX_SAME_HASH:
+                raise Refused(f"{what}: more than {MAX_SAME_HASH} keys share one hash value "
+                              "(a hash-collision flood)")  # fmt: skip
+        out[k] = v
+    return out
+
+
+def at_most(count: int, cap: int, what: str) -> None:
+    """A count checked before anything of that size is built."""
+    if count > cap:
+        raise Refused(f"more than {cap} {what}")
 
 
 def text_field(row: dict[str, Any], key: str, *, required: bool = True, cap: int = 0) -> str:
@@ -465,12 +513,18 @@ def write_task(out: Path, task: Task) -> Path:
         if dest.exists():
             old = root / f".{task.id}.{secrets.token_hex(6)}.old"
             dest.rename(old)
-        tmp.rename(dest)
-        if old is not None:
-            shutil.rmtree(old)
+        try:
+            tmp.rename(dest)
+        except BaseException:
+            if old is not None:  # the earlier import's task stays, rather than none at all
+                old.rename(dest)
+            raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    if old is not None:
+        # The new task is in place: failing to remove the old copy must not refuse the row.
+        shutil.rmtree(old, ignore_errors=True)
     return dest
 
 
@@ -497,34 +551,50 @@ def run_import(
     outcomes: list[Outcome] = []
     seen: set[str] = set()
     for number, row in rows:
-        task_id: str | None = None
-        try:
-            if isinstance(row, Refused):
-                raise row
-            if not isinstance(row, dict):
-                raise Refused(f"row is a {json_type(row)}, not an object")
-            task = convert(row, number)
-            task_id = task.id
-            if task.id in seen:
-                raise Refused(f"task id {task.id} was already produced by an earlier row")
-            seen.add(task.id)
-            for sol in (extra or {}).get(task.id, []):
-                task.solutions = [s for s in task.solutions if s.name != sol.name] + [sol]
-            files_of(task)  # every check, also when nothing is written
-            if out is not None:
-                write_task(out, task)
-            cases = task.tests if isinstance(task, StdioTask) else task.cases
-            checker = task.checker if isinstance(task, StdioTask) else (
-                "custom (compare.py)" if task.compare else "equal")  # fmt: skip
-            outcomes.append(Outcome(number, task.id, "written" if out else "would-write",
-                                    task.kind, len(cases), checker, notes=list(task.notes),
-                                    skipped=dict(sorted(task.skipped.items())),
-                                    solutions=len(task.solutions)))  # fmt: skip
-        except Refused as exc:
-            outcomes.append(Outcome(number, task_id or exc.task_id, "refused", reason=str(exc)))
+        outcomes.append(_one_row(number, row, convert, out, extra or {}, seen))
     if out is not None:
         write_report(out, source, outcomes)
     return outcomes
+
+
+def _one_row(
+    number: int,
+    row: Any,
+    convert: Any,
+    out: Path | None,
+    extra: dict[str, list[Solution]],
+    seen: set[str],
+) -> Outcome:
+    """One row's outcome; never raises an Exception. The task is written last, atomically
+    (write_task), and nothing after it can fail, so a refused row leaves no task behind."""
+    task_id: str | None = None
+    try:
+        if isinstance(row, Refused):
+            raise row
+        if not isinstance(row, dict):
+            raise Refused(f"row is a {json_type(row)}, not an object")
+        task = convert(row, number)
+        task_id = task.id
+        if task.id in seen:
+            raise Refused(f"task id {task.id} was already produced by an earlier row")
+        seen.add(task.id)
+        for sol in extra.get(task.id, []):
+            task.solutions = [s for s in task.solutions if s.name != sol.name] + [sol]
+        files_of(task)  # every check, also when nothing is written
+        cases = task.tests if isinstance(task, StdioTask) else task.cases
+        checker = task.checker if isinstance(task, StdioTask) else (
+            "custom (compare.py)" if task.compare else "equal")  # fmt: skip
+        done = Outcome(number, task.id, "written" if out else "would-write", task.kind,
+                       len(cases), checker, notes=list(task.notes),
+                       skipped=dict(sorted(task.skipped.items())),
+                       solutions=len(task.solutions))  # fmt: skip
+        if out is not None:
+            write_task(out, task)
+        return done
+    except Refused as exc:
+        return Outcome(number, task_id or exc.task_id, "refused", reason=str(exc))
+    except Exception as exc:  # a bug or a decoder's own error: this row's refusal, named
+        return Outcome(number, task_id, "refused", reason=unexpected(exc))
 
 
 def write_report(out: Path, source: str, outcomes: list[Outcome]) -> None:

@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from assay.errors import AssayError, UsageError
+from assay.errors import AssayError, InfrastructureError, UsageError
 
 from ..model.strict_json import StrictJSONError, loads_strict
 from ..model.task import load_task
 from ..model.testpatch import PatchError, parse_patch
-from .stdio_task import read_rows, toml_str
+from .stdio_task import read_rows, toml_str, unexpected
 from .swebench_eval import Activation, EvalScript, EvalScriptRefused, parse_eval_script, runner_of
 
 WORKDIR = "/testbed"
@@ -269,9 +269,12 @@ def read_source(
             if only and d.name not in only:
                 continue
             try:
-                yield str(d), instance_from_task_dir(d)
+                found: Instance | Refused = instance_from_task_dir(d)
             except Refused as exc:
-                yield str(d), exc
+                found = exc
+            except Exception as exc:  # this instance's refusal, named; the import goes on
+                found = Refused(unexpected(exc))
+            yield str(d), found
         return
     if not src.is_file():
         raise UsageError(f"{src}: no such file or directory")
@@ -283,9 +286,12 @@ def read_source(
         if only and row.get("instance_id") not in only:
             continue
         try:
-            yield where, instance_from_row(row)
+            made: Instance | Refused = instance_from_row(row)
         except Refused as exc:
-            yield where, exc
+            made = exc
+        except Exception as exc:
+            made = Refused(unexpected(exc))
+        yield where, made
 
 
 # ---------------------------------------------------------------------------------------------
@@ -519,6 +525,12 @@ def import_swebench(
                 r = convert(item, out if out is not None else scratch, has_image, runner)  # type: ignore[arg-type]
             except Refused as exc:
                 results.append(Result(source=where, instance_id=item.instance_id, reason=str(exc)))
+                continue
+            except InfrastructureError:
+                raise  # the engine, not this instance: no verdict on any (exit 3)
+            except Exception as exc:  # this instance's refusal, named; the import goes on
+                results.append(Result(source=where, instance_id=item.instance_id,
+                                      reason=unexpected(exc)))  # fmt: skip
                 continue
             r.source = where
             if out is None:
