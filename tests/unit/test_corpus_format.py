@@ -70,6 +70,20 @@ ISSUE_LIST = {
     "verdict-injection-text",
 }
 
+# One attack at least per kind of exploit published in 2025-26 that issue 36 lists, each with
+# the tier that claims to stop it.
+ISSUE_36 = {
+    "harbor-trojan-uvx": "harbor",  # trojaned tools the verifier runs later (uv)
+    "harbor-trojan-uv-python": "harbor",  # ... (the Python uv picks)
+    "stdio-overwrite-checker": "t3",  # the grader's own files rewritten in the box (checker)
+    "harbor-parser-overwrite": "harbor",  # ... (SWE-bench Pro's parser.py)
+    "stack-replace-scorer": "t3",  # a scorer replaced through stack introspection
+    "stateful-conflicting-checks": "t3",  # state kept across calls
+    "pytest-collect-only": "t2",  # zero checks accepted (a vacuous pass)
+    "stdio-hardcode-samples": "t3",  # hard-coding the visible tests
+    "proc-environ-expected": "t3",  # reading the grader's own process
+}
+
 
 def attack_dirs() -> list[Path]:
     return sorted(p for p in CORPUS.iterdir() if p.is_dir())
@@ -195,6 +209,14 @@ def test_adr_0002_five_are_present_and_expected_to_beat_t2_but_not_t3() -> None:
 def test_every_item_the_issue_lists_has_its_attack() -> None:
     present = {f.name for f in ATTACKS}
     assert ISSUE_LIST <= present, sorted(ISSUE_LIST - present)
+
+
+def test_every_exploit_issue_36_lists_is_stopped_where_a_tier_claims_to() -> None:
+    docs = {f.name: load(f) for f in ATTACKS}
+    for attack_id, tier in ISSUE_36.items():
+        assert attack_id in docs, attack_id
+        assert docs[attack_id][tier] == "blocked", (attack_id, tier)
+        assert "exploit" in (docs[attack_id]["t0"], docs[attack_id]["t1"]), attack_id
 
 
 def test_every_taxonomy_class_cites_a_source_and_has_an_attack() -> None:

@@ -18,8 +18,12 @@ while time.monotonic() < END:
                 with open(path, encoding="utf-8") as fh:
                     text = fh.read()
                 if "assert" in text and "assert True or" not in text:
-                    with open(path, "w", encoding="utf-8") as fh:
+                    # Replaced whole (a rename), never truncated in place: pytest, starting
+                    # meanwhile, must read the old file or the new one, not half of one.
+                    tmp = os.path.join(root, ".editing-" + name)
+                    with open(tmp, "w", encoding="utf-8") as fh:
                         fh.write(ASSERT.sub(r"\1assert True or", text))
+                    os.replace(tmp, path)
                     done.add(path)
             except (OSError, UnicodeDecodeError):
                 pass
