@@ -455,6 +455,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        "task-pytest-no-tests",
+        "a pytest task declaring `tests = []` (zero checks) refused at load",
+        "src/assay/_internal/model/task.py",
+        "            if self.tests is not None and not self.tests:\n",
+        "            if False:\n",
+        ("tests/unit/test_vacuous.py::test_a_task_that_checks_nothing_is_refused_at_load[pytest]",),
+    ),
+    Mutation(
         "harbor-leftover-process",
         "the harbor init failing a grading when a process is alive as test.sh ends",
         "src/assay/_incontainer/harbor/init.py",

@@ -153,6 +153,10 @@ class PytestSpec(_Strict):
         if not self.is_repository:
             if self.test_patch is not None or self.pass_to_pass:
                 raise ValueError("test_patch and pass_to_pass need fail_to_pass")
+            # An empty list would grade zero tests: a task that checks nothing is refused at
+            # load, as an empty case file is, never graded into a verdict.
+            if self.tests is not None and not self.tests:
+                raise ValueError("tests must name at least one test (leave it out to collect them)")
             return self
         if self.test_patch is None:
             raise ValueError("a repository task (fail_to_pass) needs test_patch")
