@@ -135,6 +135,17 @@ def check_root_is_read_only_scratch_is_writable(rt: Runtime, image: str) -> None
         _require(r.stdout == b"data", r)
 
 
+def check_tmp_runs_programs(rt: Runtime, image: str) -> None:
+    """A program written to /tmp runs there (exec, as on every backend): a task that installs a
+    tool into /tmp or $HOME=/tmp must grade the same whichever backend runs it."""
+    gid = _gid()
+    with GradingScope(rt, gid) as scope:
+        cid = scope.container(_spec(image, gid))
+        script = "printf '#!/bin/sh\\necho ran\\n' > /tmp/p && chmod +x /tmp/p && /tmp/p"
+        r = rt.exec(cid, ("sh", "-c", script), deadline_s=30, output_cap=1024)
+        _require((r.exit_code, r.stdout) == (0, b"ran\n"), r)
+
+
 def check_archive_round_trip(rt: Runtime, image: str) -> None:
     """`put_archive` unpacks a tar into the container; `get_archive` of a paused one reads it
     back."""
@@ -274,6 +285,7 @@ CHECKS: tuple[Check, ...] = (
     check_output_cap_stops_flood,
     check_keep_container_survives_limits,
     check_root_is_read_only_scratch_is_writable,
+    check_tmp_runs_programs,
     check_archive_round_trip,
     check_put_archive_refused_on_read_only_root,
     check_get_archive_cap,

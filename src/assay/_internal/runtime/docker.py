@@ -224,7 +224,9 @@ class DockerRuntime:
                     cap_drop=["ALL"],
                     security_opt=["no-new-privileges", self._seccomp],
                     network_mode="none",
-                    tmpfs={"/tmp": f"size={lim.tmp_bytes},mode=1777,nosuid,nodev"},
+                    # "exec": the engine adds noexec unless told otherwise, and the runc backend
+                    # mounts /tmp exec; a task must grade the same on both.
+                    tmpfs={"/tmp": f"size={lim.tmp_bytes},mode=1777,exec,nosuid,nodev"},
                     ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],
                 )
                 if spec.switch_user:
