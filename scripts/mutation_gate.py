@@ -410,6 +410,22 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        "wire-failed-never-rewards-one",
+        "a failed verdict whose tests all passed rewarding 0.0, not its score of 1.0 (assay.wire)",
+        "src/assay/wire.py",
+        "    return score if passed or score < 1.0 else 0.0\n",
+        "    return score\n",
+        ("tests/unit/test_wire.py::test_the_reward_rule",),
+    ),
+    Mutation(
+        "serve-head-deadline",
+        "assay serve closing a connection whose request head is not whole within --head-timeout",
+        "src/assay/_internal/serve/connections.py",
+        "        self._arm(\"head\", self.guard.head_timeout)\n",
+        "        self._disarm()\n",
+        ("tests/unit/test_serve_unit.py::test_a_half_sent_head_is_closed_at_the_head_timeout",),
+    ),
+    Mutation(
         "runner-own-uid",
         "the runner keeping real and saved uid/gid of its own, which no candidate id matches",
         "src/assay/_incontainer/confine.py",
