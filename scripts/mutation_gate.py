@@ -421,7 +421,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "serve-head-deadline",
         "assay serve closing a connection whose request head is not whole within --head-timeout",
         "src/assay/_internal/serve/connections.py",
-        "        self._arm(\"head\", self.guard.head_timeout)\n",
+        '        self._arm("head", self.guard.head_timeout)\n',
         "        self._disarm()\n",
         ("tests/unit/test_serve_unit.py::test_a_half_sent_head_is_closed_at_the_head_timeout",),
     ),
