@@ -17,6 +17,7 @@ from types import FrameType
 
 import pytest
 
+from assay._internal.firewall.check import FirewallLimits, Rejected, check
 from assay._internal.runtime.oci import hosttar
 from assay._internal.runtime.oci.hosttar import MAX_DEPTH, extract_tar, write_tar
 from assay.errors import ArchiveTooLargeError, EngineError
@@ -343,18 +344,91 @@ def test_a_sparse_huge_file_is_refused_unread(tmp_path: Path) -> None:
     assert sink.getvalue() == b""
 
 
-def test_the_depth_is_capped(tmp_path: Path) -> None:
-    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+def _deep(base: Path, levels: int, name: str) -> None:
+    """`levels` nested directories `name` under `base`, made relative to fds (deeper than PATH_MAX
+    allows by path), with a file at the bottom."""
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        for _ in range(MAX_DEPTH + 5):  # relative to an fd: deeper than PATH_MAX allows
-            os.mkdir("d" * 200, dir_fd=fd)
-            nxt = os.open("d" * 200, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        for _ in range(levels):
+            os.mkdir(name, dir_fd=fd)
+            nxt = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
             os.close(fd)
             fd = nxt
+        os.close(os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
     finally:
         os.close(fd)
-    with pytest.raises(EngineError, match=f"more than {MAX_DEPTH} directories deep"):
-        write_tar(tmp_path, "", io.BytesIO(), 1 << 30)
+
+
+def _open_fds_peak(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record how many fds are open each time the reader lists a directory."""
+    seen: list[int] = []
+    names = hosttar._names
+
+    def counting(dir_fd: int, arcname: str, out: hosttar._Counted) -> list[str]:
+        seen.append(_fds())
+        return names(dir_fd, arcname, out)
+
+    monkeypatch.setattr(hosttar, "_names", counting)
+    return seen
+
+
+@pytest.mark.parametrize("name", ["d" * 200, "a"])
+def test_a_tree_deeper_than_the_reader_goes_is_archived_to_its_bound_for_the_firewall(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: a tree past MAX_DEPTH raised EngineError (no verdict) before the firewall saw it.
+    It is archived down to the bound, the directory there as its header alone (never opened), so
+    the firewall refuses the archive by its `depth` rule, as it does Docker's archive of it."""
+    (tmp_path / "ws").mkdir()
+    _deep(tmp_path / "ws", MAX_DEPTH + 5, name)
+    peaks = _open_fds_peak(monkeypatch)
+    data = archive(tmp_path, "ws")
+    assert max(peaks) - _fds() <= MAX_DEPTH + 1  # one fd per level, never more
+    names = [m.name for m in tarfile.open(fileobj=io.BytesIO(data), mode="r:")]
+    depths = [n.count("/") for n in names]
+    assert max(depths) == MAX_DEPTH  # "ws" then MAX_DEPTH levels: the last one not descended
+    assert not any(n.endswith("bottom.txt") for n in names)
+    assert len(names) == MAX_DEPTH + 1
+    result = check(io.BytesIO(data), io.BytesIO(), FirewallLimits(), strip_prefix="ws")
+    assert isinstance(result, Rejected)
+    assert result.rule == ("depth" if len(name) == 1 else "path-length")
+
+
+def test_the_reader_stops_deeper_than_any_tier_lets_an_archive_go() -> None:
+    """The bound's header is what the firewall refuses: its cap must stay far below it."""
+    assert FirewallLimits().max_depth < MAX_DEPTH
+
+
+def test_a_directory_is_listed_no_further_than_the_cap_has_room_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tmpfs holds millions of empty files: the listing stops one name past the cap's room."""
+    (tmp_path / "ws").mkdir()
+    for i in range(300):
+        (tmp_path / "ws" / f"{i:03}").touch()
+    read: list[int] = []
+    scandir = os.scandir
+
+    def counted(fd: int) -> Iterator[os.DirEntry[str]]:
+        with scandir(fd) as entries:
+            for entry in entries:
+                read.append(1)
+                yield entry
+
+    class Scan:
+        def __init__(self, fd: int) -> None:
+            self.it = counted(fd)
+
+        def __enter__(self) -> Iterator[os.DirEntry[str]]:
+            return self.it
+
+        def __exit__(self, *exc: object) -> None:
+            self.it.close()  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(os, "scandir", Scan)
+    with pytest.raises(ArchiveTooLargeError):
+        write_tar(tmp_path, "ws", io.BytesIO(), 20 * 512)
+    assert len(read) <= 21
 
 
 def test_swapping_a_directory_for_a_symlink_never_leaks_its_target(tmp_path: Path) -> None:

@@ -28,6 +28,8 @@ from assay._internal.tiers.repo.imports import ImportGuard
 from assay._internal.tiers.repo.patch import parse_patch
 from assay._internal.tiers.repo.policy import check_changes
 from assay._internal.tiers.repo.tree import (
+    MAX_ALIASES,
+    AliasFlood,
     PathConflict,
     aliases,
     changed_paths,
@@ -316,15 +318,25 @@ def test_a_change_through_a_link_into_test_dirs_is_judged_under_both_names() -> 
     # tests/helpers.py -> ../pkg/helpers.py: a change to pkg/helpers.py changes the tests.
     links = frozenset({("tests/helpers.py", "../pkg/helpers.py"), ("tests/lib", "../pkg/lib"),
                        ("pkg/conf", "../extra"), ("unrelated", "README.md")})  # fmt: skip
-    task = load_task(SEMVER)
     for changed, alias in (("pkg/helpers.py", "tests/helpers.py"),
                            ("pkg/lib/x.py", "tests/lib/x.py"),
                            ("extra/conftest_impl.py", "pkg/conf/conftest_impl.py")):  # fmt: skip
-        assert alias in aliases([changed], links, task)
-    paths = ["pkg/lib/x.py", *aliases(["pkg/lib/x.py"], links, task)]
+        assert alias in aliases([changed], links)
+    paths = ["pkg/lib/x.py", *aliases(["pkg/lib/x.py"], links)]
     refusal = check_changes(paths, ["tests"], ImportGuard())
     assert refusal is not None and refusal.code == "policy:test-dir"
-    assert aliases(["pkg/other.py"], links, task) == []
+    assert aliases(["pkg/other.py"], links) == []
     # A link back to an ancestor renames nothing: it must not refuse every change of a task.
     cyclic = frozenset({("tests/root", ".."), ("tests/here", "."), ("self", ".")})
-    assert aliases(["pkg/other.py", "tests/x.py"], cyclic, task) == []
+    assert aliases(["pkg/other.py", "tests/x.py"], cyclic) == []
+
+
+def test_more_names_than_the_policy_judges_is_the_submissions_doing_not_the_tasks() -> None:
+    """Issue 36: past MAX_ALIASES names this was a TaskError (exit 2, no verdict), though the
+    count grows with how many files the submission changes: a failed verdict names it now."""
+    links = frozenset((f"alias{i}", "pkg") for i in range(11))
+    few = [f"pkg/m{i}.py" for i in range(MAX_ALIASES // 11)]
+    assert len(aliases(few, links)) == 11 * len(few) <= MAX_ALIASES
+    with pytest.raises(AliasFlood) as flood:
+        aliases([*few, *(f"pkg/n{i}.py" for i in range(20))], links)
+    assert flood.value.code == "repo:too-many-aliases"

@@ -259,10 +259,13 @@ def _runner(report: bytes | None = None, oom: bool = False, seen: list[Any] | No
     return program
 
 
-def _gpp(code: int = 0, names: tuple[str, ...] = ("main",), oom: bool = False) -> Any:
+def _gpp(
+    code: int = 0, names: tuple[str, ...] = ("main",), oom: bool = False, made: bytes = b"\x7fELF"
+) -> Any:
     def program(c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]) -> Any:
         for name in names:
-            c.files[f"/build/{name}"] = b"\x7fELF"
+            c.files[f"/build/{name}"] = made
+            c.modes[f"/build/{name}"] = 0o755
         c.oom = oom
         return code, b"", b"main.cpp:1:1: error: nope\n" if code else b""
 
@@ -349,6 +352,18 @@ def test_a_compiled_language_builds_first_and_runs_what_was_built() -> None:
     assert files == ["in.txt", "main", "main.cpp"]
     assert argv[argv.index("--command-json") + 1] == '["./main"]'
     assert spec.image == "assay-lang-cpp:latest"
+    _clean(rt, ex.grading_id)
+
+
+def test_a_build_with_no_program_to_run_is_refused_and_runs_nothing() -> None:
+    """Issue 36: a compiler that exits 0 leaving an archive as `main` (Rust's crate_type lib,
+    Go's `package foo`): the runner could not start it, and the sandbox route named that an
+    engine error (no result) though the request's code made it."""
+    seen: list[Any] = []
+    rt = FakeRuntime({"g++": _gpp(made=b"!<arch>\n"), "python3": _runner(seen=seen)})
+    ex = execute(rt, RunRequest("cpp", "int main(){}"), "b")
+    assert (ex.refused, ex.run, seen) == ("compile:no-program", None, [])
+    assert ex.compile is not None and ex.compile.exit_code == 0
     _clean(rt, ex.grading_id)
 
 

@@ -68,18 +68,23 @@ def test_a_session_outside_its_life_refuses_every_call(tmp_path: Path) -> None:
 
 
 class _ArchiveFails(FakeRuntime):
-    """A file the probe calls readable, whose archive read fails with `error`."""
+    """A file the probe calls readable, whose archive read fails with `error` (after the
+    container stopped, with `dies`)."""
 
-    def __init__(self, error: Exception) -> None:
+    def __init__(self, error: Exception, dies: bool = False) -> None:
         super().__init__(programs={"sh": lambda c, argv, env: (0, b"file\n", b"")})
         self.error = error
+        self.dies = dies
 
     def get_archive(self, cid: str, path: str, sink: BinaryIO, cap: int) -> int:
+        if self.dies:
+            self.containers[cid].state = "exited"
         raise self.error
 
 
-def _read_with(error: Exception, tmp_path: Path) -> BaseException:
-    grader = assay.Grader(runtime=_ArchiveFails(error), image="img", key=tmp_path / "k.key")
+def _read_with(error: Exception, tmp_path: Path, dies: bool = False) -> BaseException:
+    rt = _ArchiveFails(error, dies)
+    grader = assay.Grader(runtime=rt, image="img", key=tmp_path / "k.key")
     with grader.session(ADD) as s, pytest.raises(assay.errors.AssayError) as caught:
         s.read_file("solution.py")
     return caught.value
@@ -91,11 +96,14 @@ def test_read_file_over_its_cap_is_too_large(tmp_path: Path) -> None:
 
 
 def test_read_file_names_the_real_cause_of_any_other_failure(tmp_path: Path) -> None:
-    """Only the cap is reported as "too large": an engine error, or anything unexpected, is
-    named as what it was, and is no usage error (the caller did nothing wrong)."""
-    engine = _read_with(assay.errors.EngineError("container vanished: c1"), tmp_path)
-    assert isinstance(engine, assay.errors.InfrastructureError)
-    assert "container vanished" in str(engine) and "larger" not in str(engine)
+    """Only the cap is reported as "too large". An engine error in a container that still
+    answers is the agent's own commands changing the path between the probe and the read
+    (issue 36: a racing `mv` made it an InfrastructureError); in a container that stopped, it
+    is no answer at all. Anything unexpected is named as what it was."""
+    raced = _read_with(assay.errors.EngineError("no such path"), tmp_path)
+    assert isinstance(raced, UsageError) and "changed while it was read" in str(raced)
+    gone = _read_with(assay.errors.EngineError("container vanished: c1"), tmp_path, dies=True)
+    assert isinstance(gone, assay.errors.InfrastructureError) and "larger" not in str(gone)
     other = _read_with(OSError("engine socket closed"), tmp_path)
     assert isinstance(other, assay.errors.InfrastructureError)
     assert "OSError: engine socket closed" in str(other) and "larger" not in str(other)

@@ -17,7 +17,7 @@ from e2e import EXAMPLES
 from assay._internal.model.task import Task, load_task
 from assay._internal.runtime import RuntimeError_
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
-from assay._internal.tiers.strict.grade import Source, grade_strict
+from assay._internal.tiers.strict.grade import MAX_REPORT_BYTES, Source, grade_strict
 from assay._internal.tiers.strict.judgepool import RESET_ARGV, JudgePool
 
 TASK = load_task(EXAMPLES / "add")  # a fixed cases file: the controller makes the inputs
@@ -165,6 +165,14 @@ def test_runner_killed_inside_a_running_container_is_a_fail() -> None:
     _, v = run(script)
     assert script.calls == ["runner", "compare"]  # judged, not an error
     assert not v.passed and "runner:invalid-output" in v.reason_codes  # type: ignore[attr-defined]
+
+
+def test_a_judge_killed_at_its_report_cap_is_a_failed_compare_not_an_error() -> None:
+    """Issue 36: past its deadline or its output cap, the exec itself kills the judge's
+    container; that stop was taken for the engine's (no verdict), though the candidate's
+    output can make a judge that slow or that verbose (the deadline: the Docker tests)."""
+    _, v = run(Script(compare=(0, b"x" * (MAX_REPORT_BYTES + 1))))
+    assert v.reason_codes == ["judge:compare-failed"]  # type: ignore[attr-defined]
 
 
 def test_judge_that_fails_while_running_is_a_fail_not_an_error() -> None:

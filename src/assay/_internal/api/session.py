@@ -24,7 +24,7 @@ from ..model.task import Task
 from ..model.verdict import Verdict
 from ..runtime import ExecResult as RawExec
 from ..runtime import GradingScope, Runtime
-from ..runtime.base import AGENT_UID
+from ..runtime.base import AGENT_UID, ceilings_hit
 from ..runtime.scope import new_grading_id
 from ..tiers.core.controller import Source, check_agent_inputs, task_image
 from ..tiers.core.intake import Refused, Submission, collect_agent, start_agent
@@ -213,14 +213,24 @@ class Session:
         try:
             res = rt.exec(
                 cid, argv, deadline_s=deadline_s, output_cap=cap, env=env, workdir=workdir,
-                keep_container=keep,
+                keep_container=True,
             )  # fmt: skip
         except EngineError as exc:
             self._dead()
             raise InfrastructureError(f"the session's container failed: {exc}") from exc
-        if res.exited or (not keep and (res.timed_out or res.truncated)):
+        if res.exited:
             self._dead()
             raise InfrastructureError("the session's container stopped")
+        if not keep and (res.timed_out or res.truncated):
+            # One of the session's own short commands could not finish. At a ceiling the
+            # agent's processes hit (a fork bomb: runc cannot start a thread of its exec in
+            # the container's cgroup, and its crash dump fills the output), that is the agent's
+            # doing, answered as such while `grade` names the limit; at none, it is the
+            # container's fault, and the session ends.
+            if hit := ceilings_hit(rt, cid):
+                raise UsageError(f"the container is at its {hit[0]} limit: try again later")
+            self._dead()
+            raise InfrastructureError("the session's container stopped answering")
         return res
 
     def _dead(self) -> None:
@@ -232,8 +242,11 @@ class Session:
         # The command may not have written its group yet (it was starting): retry a while.
         for attempt in range(20):
             argv = ("sh", "-c", _KILL, group_file, staged or group_file)
-            if self._raw(rt, cid, argv, _CONTROL_S, 4096).exit_code == 0:
-                return
+            try:
+                if self._raw(rt, cid, argv, _CONTROL_S, 4096).exit_code == 0:
+                    return
+            except UsageError:
+                return  # at a ceiling of its own making: what it left is the agent's, to grade
             time.sleep(0.05 * (attempt + 1))
         # Its group is unknown (the agent removed the file?): only the container is a safe stop.
         self._dead()
@@ -263,22 +276,20 @@ class Session:
         `FileNotFoundError`, `IsADirectoryError`, `PermissionError` as `open` would."""
         rt, cid = self._live("read_file")
         parts = _parts(path, self.task.workdir)
-        kind = self._probe(rt, cid, parts)
-        if kind == "missing" or kind == "notdir":
-            raise FileNotFoundError(f"{path}: no such file")
-        if kind == "dir":
-            raise IsADirectoryError(f"{path}: is a directory")
-        if kind == "unreadable":
-            raise PermissionError(f"{path}: not readable by the agent's user")
-        if kind not in ("file", "readonly"):
-            raise UsageError(f"read_file {path!r}: refused ({kind} on the path)")
+        if (refusal := _unreadable(self._probe(rt, cid, parts), path)) is not None:
+            raise refusal
         spool = io.BytesIO()
         try:
             rt.get_archive(cid, f"{self.task.workdir}/{'/'.join(parts)}", spool, READ_CAP + 4096)
         except ArchiveTooLargeError as exc:
             raise UsageError(f"read_file {path!r}: larger than {READ_CAP} bytes") from exc
         except EngineError as exc:
-            raise InfrastructureError(f"read_file {path!r}: {exc}") from exc
+            # The agent's commands run beside this call and may have moved the path since the
+            # probe: the path as it is now answers, and only a dead container (the probe's
+            # own InfrastructureError) is no answer at all.
+            now = _unreadable(self._probe(rt, cid, parts), path)
+            changed = UsageError(f"read_file {path!r}: the path changed while it was read")
+            raise now or changed from exc
         except Exception as exc:
             # Only the cap means "too large": anything else is named as what it is.
             raise InfrastructureError(
@@ -317,7 +328,14 @@ class Session:
         try:
             rt.put_archive(cid, parent, buf.getvalue())
         except EngineError as exc:
-            raise InfrastructureError(f"write_file {path!r}: {exc}") from exc
+            # A full workspace, or a path the agent's commands changed since the probe: the
+            # agent's doing, answered as a refused write while the container lives (a dead
+            # one makes the probe raise InfrastructureError).
+            self._probe(rt, cid, parts)
+            raise UsageError(
+                f"write_file {path!r}: not written (the workspace is full, or the path changed "
+                "while it was written)"
+            ) from exc
 
     def _probe(self, rt: Runtime, cid: str, parts: list[str]) -> str:
         argv = ("sh", "-c", _PROBE, "probe", self.task.workdir, *parts)
@@ -376,6 +394,19 @@ def _resolve(cwd: str, root: str) -> str:
     if cwd.startswith("/"):
         return cwd
     return f"{root}/{'/'.join(_parts(cwd, root))}" if cwd not in ("", ".") else root
+
+
+def _unreadable(kind: str, path: str) -> Exception | None:
+    """What `read_file` raises for a path the probe found to be `kind`; None for a file."""
+    if kind == "missing" or kind == "notdir":
+        return FileNotFoundError(f"{path}: no such file")
+    if kind == "dir":
+        return IsADirectoryError(f"{path}: is a directory")
+    if kind == "unreadable":
+        return PermissionError(f"{path}: not readable by the agent's user")
+    if kind not in ("file", "readonly"):
+        return UsageError(f"read_file {path!r}: refused ({kind} on the path)")
+    return None
 
 
 def _single_file(data: bytes, path: str) -> bytes:

@@ -21,6 +21,9 @@ from ..firewall.mapping import write_mapping_tar
 from ..model.task import Task
 from ..runtime.scope import grading_tempdir
 from ..tiers.core.controller import Source
+from ..tiers.core.intake import Refused
+
+TOO_LARGE = "limit:artifact-bytes"
 
 _COPY_CHUNK = 1 << 20
 
@@ -92,7 +95,12 @@ def as_source(submission: Submission, task: Task, grading_id: str) -> Iterator[S
             if isinstance(submission, Mapping):
                 write_mapping_tar(submission, sink)
             elif hasattr(submission, "read"):
-                _copy_capped(submission, sink, raw_cap(task))
+                cap = raw_cap(task)
+                if not _copy_capped(submission, sink, cap):
+                    # The candidate's bytes, too many: its failed verdict, not a usage error.
+                    why = f"the submission is larger than {cap} bytes, over the task's cap"
+                    yield Source(refused=Refused(TOO_LARGE, "<file object>", why))
+                    return
             else:
                 raise UsageError(
                     "a submission is a directory or tar path, a binary file object, a mapping "
@@ -104,12 +112,14 @@ def as_source(submission: Submission, task: Task, grading_id: str) -> Iterator[S
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _copy_capped(source: BinaryIO, sink: BinaryIO, cap: int) -> None:
+def _copy_capped(source: BinaryIO, sink: BinaryIO, cap: int) -> bool:
+    """Copy `source` into `sink`; False (and no more read) once it passes `cap` bytes."""
     total = 0
     while chunk := source.read(_COPY_CHUNK):
         if not isinstance(chunk, bytes | bytearray):
             raise UsageError("a file-object submission must be opened in binary mode")
         total += len(chunk)
         if total > cap:
-            raise UsageError(f"the submission is larger than {cap} bytes, over the task's cap")
+            return False
         sink.write(chunk)
+    return True

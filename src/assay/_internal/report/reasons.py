@@ -27,6 +27,7 @@ CODES: dict[str, str] = {
     "limit:pids": "the candidate hit its process limit",
     "limit:runner-output": "the candidate printed more than its output cap",
     "limit:artifact-bytes": "the submission or an output is larger than the task allows",
+    "limit:outputs-total": "a transform's outputs of all cases together do not fit the judge",
     "limit:agent-time": "the agent ran past its deadline",
     "limit:agent-memory": "the agent hit its memory limit",
     "limit:agent-pids": "the agent hit its process limit",

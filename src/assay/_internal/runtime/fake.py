@@ -23,6 +23,8 @@ from .owner import owner_is_dead, this_owner
 class FakeContainer:
     spec: ContainerSpec
     files: dict[str, bytes] = field(default_factory=dict)
+    modes: dict[str, int] = field(default_factory=dict)
+    """A file's mode where it is not 0644 (a compiler's output is executable)."""
     state: str = "created"
     log: bytearray = field(default_factory=bytearray)
     oom: bool = False
@@ -144,6 +146,11 @@ class FakeRuntime:
                 return 0, (b"y\n" * (1 << 20))[: int(script.split()[-1])], b"", 0.0
             case ("sh", "-c", script) if script.startswith("exit "):
                 return int(script.split()[1]), b"", b"", 0.0
+            case ("sh", "-c", script) if script.startswith("printf '#!/bin/sh\\necho ran"):
+                # A program written to /tmp and run there (the fake's /tmp is exec).
+                if self._writable(c, "/tmp/p"):
+                    return 0, b"ran\n", b"", 0.0
+                return 1, b"", b"sh: Read-only file system\n", 0.0
             case ("sh", "-c", script) if script.startswith("printf %s ") and " > " in script:
                 text, path = script.removeprefix("printf %s ").split(" > ", 1)
                 if self._writable(c, path):
@@ -184,7 +191,7 @@ class FakeRuntime:
             for name in sorted(c.files):
                 if name.startswith(path.rstrip("/") + "/"):
                     ti = tarfile.TarInfo(base + name[len(path.rstrip("/")) :])
-                    ti.size = len(c.files[name])
+                    ti.size, ti.mode = len(c.files[name]), c.modes.get(name, 0o644)
                     tf.addfile(ti, io.BytesIO(c.files[name]))
         data = buf.getvalue()
         if len(data) > cap:

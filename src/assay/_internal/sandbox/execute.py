@@ -52,9 +52,11 @@ from ..tiers.core.controller import contained
 from ..tiers.core.intake import Crossing, Refused, Submission, through_firewall
 from ..tiers.core.paths import INCONTAINER
 from ..tiers.strict.program import (
+    NO_PROGRAM,
     compile_container,
     compile_failure,
     compile_in_container,
+    missing_program,
 )
 
 MAX_FILES_BYTES = 16 << 20
@@ -147,8 +149,8 @@ class Execution:
     """None: the compile failed, or the request (or the build) was refused."""
     refused: str | None
     """Why the request was refused, a reason code: the firewall's (`firewall:dot-dot`...) for
-    the code and files, or for the build a compile left; `request:stdin-encoding`,
-    `limit:stdin-bytes` for stdin."""
+    the code and files, or for the build a compile left, `compile:no-program` for a build with
+    nothing to run; `request:stdin-encoding`, `limit:stdin-bytes` for stdin."""
 
 
 def execute(rt: Runtime, req: RunRequest, base_image: str) -> Execution:
@@ -181,6 +183,8 @@ def execute(rt: Runtime, req: RunRequest, base_image: str) -> Execution:
                 return Execution(gid, compiled, None, None)
             if isinstance(done.built, Refused):
                 return Execution(gid, compiled, None, done.built.reason)
+            if missing_program(lang, done.built.files) is not None:
+                return Execution(gid, compiled, None, NO_PROGRAM)
             files = done.built.files
         return Execution(gid, compiled, _run(scope, lang, image, files, cases, req), None)
 

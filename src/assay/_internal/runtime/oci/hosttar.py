@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import io
+import itertools
 import os
 import stat
 import tarfile
@@ -28,8 +29,10 @@ from assay.errors import ArchiveTooLargeError, EngineError
 __all__ = ["MAX_DEPTH", "extract_tar", "write_tar"]
 
 MAX_DEPTH = 256
-"""How many directory levels below the archived path `write_tar` descends before it gives up:
-each level holds one fd open, and a tree deeper than this is no workspace."""
+"""How many directory levels below the archived path `write_tar` opens: each level holds one fd
+open. A directory deeper than this is archived by its header alone, never opened: its name is
+deeper than the firewall accepts (`depth`, 32 levels), so the archive is refused for what the
+tree is, as Docker's archive of the same tree is, and never raises for it."""
 
 _CHUNK = 1 << 20
 _BLOCK = tarfile.BLOCKSIZE
@@ -73,8 +76,11 @@ def write_tar(base: Path, rel: str, sink: BinaryIO, cap: int, *, name: str | Non
     Raises `ArchiveTooLargeError(cap)` as soon as the tar would pass `cap` bytes (`sink` then
     holds a prefix to throw away; a file whose header alone says it cannot fit is not read),
     `EngineError` if `rel` is absolute, has ".." or NUL, or does not exist, if a component of it
-    is a symlink or no directory, if its target is neither file, directory nor symlink, if the
-    tree is deeper than `MAX_DEPTH`, or on an I/O error. Every fd opened is closed on return.
+    is a symlink or no directory, if its target is neither file, directory nor symlink, or on an
+    I/O error: never for what the tree holds, which the firewall judges. A directory more than
+    `MAX_DEPTH` levels down is archived as its header alone, and a directory with more entries
+    than the rest of `cap` has room for headers is `ArchiveTooLargeError` before it is listed
+    whole. Every fd opened is closed on return.
 
     `name` replaces the top entry's name: `base` is often a mount whose own name inside the
     container ("/scratch" for a host tmpfs) is not the host directory's.
@@ -226,7 +232,7 @@ def _add_tree(out: _Counted, top_fd: int, top: str, *, header_done: bool = False
     try:
         if not header_done:
             _add_header(out, _info(top, os.fstat(top_fd), tarfile.DIRTYPE))
-        stack.append((top_fd, top, _names(top_fd, top)))
+        stack.append((top_fd, top, _names(top_fd, top, out)))
         while stack:
             dir_fd, prefix, names = stack[-1]
             if not names:
@@ -244,10 +250,12 @@ def _add_tree(out: _Counted, top_fd: int, top: str, *, header_done: bool = False
             if child is None:
                 continue
             if len(stack) >= MAX_DEPTH:
+                # Its header is written, and its name is deeper than the firewall accepts: what
+                # the tree is is the firewall's to refuse (`depth`), never an engine error.
                 os.close(child)
-                raise EngineError(f"{arcname!r} is more than {MAX_DEPTH} directories deep")
+                continue
             try:
-                listing = _names(child, arcname)
+                listing = _names(child, arcname, out)
             except BaseException:
                 os.close(child)
                 raise
@@ -260,13 +268,20 @@ def _add_tree(out: _Counted, top_fd: int, top: str, *, header_done: bool = False
         raise
 
 
-def _names(dir_fd: int, arcname: str) -> list[str]:
-    """The directory's names, sorted, reversed (they are popped from the end)."""
+def _names(dir_fd: int, arcname: str, out: _Counted) -> list[str]:
+    """The directory's names, sorted, reversed (they are popped from the end). Each entry costs
+    the archive a header block at least (only sockets, skipped, cost none), so a directory with
+    more names than the rest of the cap has blocks is refused as too large after reading one
+    name more than that, not held in memory whole however many inodes its file system has."""
+    room = max(out.cap - out.count, 0) // _BLOCK
     try:
         with os.scandir(dir_fd) as entries:
-            return sorted((e.name for e in entries), reverse=True)
+            names = [e.name for e in itertools.islice(entries, room + 1)]
     except OSError as exc:
         raise EngineError(f"listing {arcname!r}: {exc.strerror or exc}") from None
+    if len(names) > room:
+        raise ArchiveTooLargeError(out.cap)
+    return sorted(names, reverse=True)
 
 
 def _add_entry(out: _Counted, dir_fd: int, name: str, arcname: str) -> int | None:

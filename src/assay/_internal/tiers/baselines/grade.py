@@ -214,6 +214,8 @@ def run_agent_in_place(rt: Runtime, task: Task, cid: str, source: Source) -> Non
         rt.put_archive(cid, task.workdir, _pack_submission(source.path))
     elif source.patch is not None:
         raise UsageError("the unsafe baselines take an agent run or files, not an assay.Patch")
+    elif source.refused is not None:
+        raise UsageError(f"the unsafe baselines cannot take it: {source.refused.detail}")
     else:
         raise ValueError("a Source needs agent_cmd or path")
 

@@ -46,6 +46,9 @@ class Source:
     """The image that live agent container runs, for the verdict's image digests."""
     patch: bytes | None = None
     """A diff to apply in an agent container of the task's image (`patchapply`)."""
+    refused: Refused | None = None
+    """Refused before any container (a file object larger than its raw cap): the grading
+    fails with its reason, as a firewall refusal does, never a usage error."""
 
 
 def check_agent_inputs(task: Task) -> None:
@@ -176,7 +179,9 @@ class Grading:
         """Run the agent, or read the given path; either way through the firewall.
         `same_links`: a repository's own links, dropped from the submission when unchanged."""
         taken: Submission | Refused
-        if source.collect is not None:
+        if source.refused is not None:
+            taken = source.refused
+        elif source.collect is not None:
             with self.timed("agent"):
                 if source.agent_image is not None:
                     self.used("agent", source.agent_image)

@@ -13,7 +13,7 @@ from typing import BinaryIO, cast
 
 from assay.errors import UsageError
 
-from ...firewall.check import Accepted, FirewallLimits, Rejected, check
+from ...firewall.check import Accepted, FirewallLimits, ManifestEntry, Rejected, check
 from ...firewall.dirstream import DirStream
 from ...firewall.materialise import materialise
 from ...firewall.tarnames import Globs
@@ -71,6 +71,17 @@ class Crossing:
     """A trusted task tree: its links kept when they stay inside it (`check(..., tree=True)`)."""
     same_links: frozenset[tuple[str, str]] = frozenset()
     """A repository's own links, dropped from a candidate's archive when unchanged."""
+
+
+PAGE_BYTES = 4096
+
+
+def tmpfs_bytes(manifest: Sequence[ManifestEntry]) -> int:
+    """What an accepted archive takes once unpacked into a tmpfs (a container's scratch): each
+    file's bytes in whole pages, and a page for every entry at least. The firewall's byte cap
+    counts a thousand 1-byte files as 1,000 bytes; a tmpfs holds them in 4 MB, and a scratch
+    sized by the byte cap alone would refuse the upload, an engine error and no verdict."""
+    return sum(PAGE_BYTES * max(1, -(-e.size // PAGE_BYTES)) for e in manifest)
 
 
 def firewall_limits(task: Task) -> FirewallLimits:

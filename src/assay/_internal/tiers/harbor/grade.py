@@ -43,7 +43,7 @@ from ...runtime import Bind, ContainerSpec, GradingScope, Limits, Runtime, Scrat
 from ...runtime.base import ceilings_hit, stopped_ceilings
 from ...runtime.scope import new_grading_id
 from ..core.controller import Grading, Source
-from ..core.intake import Crossing, Refused, Submission, take_from_container
+from ..core.intake import Crossing, Refused, Submission, take_from_container, tmpfs_bytes
 from ..core.paths import INCONTAINER
 from ..core.seed import seed_workdir
 from .reward import JSON, MAX_JSON_BYTES, TXT, BadReward, Rewards, parse_reward
@@ -73,15 +73,18 @@ def whole_workdir(task: Task) -> bool:
     return list(task.config.artifacts) == ["**"]
 
 
-def verifier_spec(task: Task, image: str, gid: str) -> ContainerSpec:
+def verifier_spec(task: Task, image: str, gid: str, restored: int = 0) -> ContainerSpec:
+    """`restored`: what the artifacts restored into the workdir take there (`tmpfs_bytes`), on
+    top of the task's own room for what the image holds there and what the tests write."""
     lim = task.config.limits
     harbor = task.config.harbor
+    workdir = Scratch(workdir_of(task), lim.artifact_bytes + restored)
     return ContainerSpec(
         image=image,
         grading_id=gid,
         role="verifier",
         binds=(Bind(task.judge_dir / "tests", TESTS),),
-        scratch=(Scratch(workdir_of(task), lim.artifact_bytes), Scratch(LOGS, LOGS_BYTES)),
+        scratch=(workdir, Scratch(LOGS, LOGS_BYTES)),
         limits=Limits(memory_bytes=lim.memory_mb * 2**20, pids=lim.pids, cpus=lim.cpus),
         env=dict(harbor.verifier_env) if harbor else {},
         workdir=workdir_of(task),
@@ -133,7 +136,9 @@ def _verify(
     scope: GradingScope, task: Task, image: str, sub: Submission, harbors_own: bool
 ) -> Outcome:
     rt = scope.runtime
-    spec = verifier_spec(task, image, scope.grading_id)
+    # The firewall capped the artifacts' bytes, but a tmpfs holds each file in whole pages: a
+    # workdir sized by the bytes alone would refuse thousands of small files (an engine error).
+    spec = verifier_spec(task, image, scope.grading_id, tmpfs_bytes(sub.accepted.manifest))
     cid = scope.container(spec)
     # The workdir as the image has it (Harbor's verifier starts from the environment too),
     # then the artifacts over it, root-owned so the tests' uid cannot rewrite them. When the

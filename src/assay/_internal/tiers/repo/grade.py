@@ -39,6 +39,7 @@ from .policy import check_changes
 from .probe import run_probe
 from .results import evaluate, reconcile_exit
 from .tree import (
+    AliasFlood,
     PathConflict,
     aliases,
     changed_paths,
@@ -148,7 +149,11 @@ def grade_repository(
         if isinstance(taken, Refused):
             return g.fail(taken.reason)
         changed = changed_paths(pristine, taken.files)
-        refusal = check_changes([*changed, *aliases(changed, links, task)], spec.test_dirs, guard)
+        try:
+            named = aliases(changed, links)
+        except AliasFlood as flood:
+            return g.fail(flood.code)
+        refusal = check_changes([*changed, *named], spec.test_dirs, guard)
         if refusal is not None:
             return g.fail(refusal.code)
 

@@ -74,12 +74,23 @@ def pristine_links(pristine: Path) -> frozenset[tuple[str, str]]:
 
 
 MAX_ALIASES = 100_000
+TOO_MANY_ALIASES = "repo:too-many-aliases"
 
 
-def aliases(changed: list[str], links: frozenset[tuple[str, str]], task: Task) -> list[str]:
+class AliasFlood(Exception):
+    """The changed paths have more names through the repository's links than the policy judges:
+    the submission chose how many paths it changes (ten thousand files under a directory that
+    eleven links name), so the grading fails, naming `TOO_MANY_ALIASES`, rather than ending in
+    a task error (exit 2, no verdict) or judging only some names."""
+
+    code = TOO_MANY_ALIASES
+
+
+def aliases(changed: list[str], links: frozenset[tuple[str, str]]) -> list[str]:
     """The other names the repository's links give the changed paths: with `tests/util.py ->
     ../pkg/util.py` a change to `pkg/util.py` is one to `tests/util.py` too, and the path policy
-    judges both (else a task's link would open its test directories to the submission)."""
+    judges both (else a task's link would open its test directories to the submission). Raises
+    `AliasFlood` past `MAX_ALIASES` names."""
     table = dict(links)
     leads = {link: resolve(link, table) for link in table}  # contained: the firewall checked
     # A link to one of its own ancestors (`tests/root -> ..`) names nothing anew: everything under
@@ -96,10 +107,7 @@ def aliases(changed: list[str], links: frozenset[tuple[str, str]], task: Task) -
         fresh = more - found - set(changed)
         found |= fresh
         if len(found) > MAX_ALIASES:
-            raise TaskError(
-                str(task.root / "task.toml"),
-                f"the repository's links give one change over {MAX_ALIASES} names",
-            )
+            raise AliasFlood(f"the changes have over {MAX_ALIASES} names through links")
         if not fresh:
             break
     return sorted(found)

@@ -9,7 +9,6 @@ The candidate never holds an expected value; the judge never runs candidate code
 from __future__ import annotations
 
 import base64
-import binascii
 import io
 import json
 import secrets
@@ -35,12 +34,12 @@ from ...runtime import (
 from ...runtime.base import ceilings_hit, stopped_ceilings
 from ...runtime.scope import new_grading_id
 from ..core.controller import Grading, Source
-from ..core.intake import Crossing, Refused, through_firewall
+from ..core.intake import PAGE_BYTES, Crossing, Refused, through_firewall, tmpfs_bytes
 from ..core.overlap import Background
 from ..core.paths import INCONTAINER
 from .fixedcases import INPUTS
 from .judge_report import INVALID_OUTPUT, verdict_from_judge
-from .judgespec import HANDOFF, judge_spec
+from .judgespec import EXCHANGE_BYTES, HANDOFF, judge_spec
 from .program import NotBuilt, Program, build_program, judge_image_of
 
 if TYPE_CHECKING:
@@ -129,12 +128,17 @@ def prepare_argv(task: Task, seed: str) -> tuple[str, ...]:
             "--kind", task.config.kind, *src)  # fmt: skip
 
 
+OUTPUTS_TOO_LARGE = "limit:outputs-total"
+
+
 def transform_outputs(
     scope: GradingScope, runner_out: bytes, cases: list[dict[str, Any]], cap: int
 ) -> bytes | Refused:
     """Each case's output archive through the firewall on its own (the candidate -> judge
     boundary), then one archive of `output/<index>/...` for the judge. A runner report the
-    controller cannot read yields no outputs: the judge then fails every case on it."""
+    controller cannot read yields no outputs: the judge then fails every case on it. Outputs
+    that together would not fit the judge's /exchange fail the grading (`OUTPUTS_TOO_LARGE`)
+    before any of them is sent: the engine refusing the upload would be no verdict at all."""
     try:
         report = loads_strict(runner_out, max_bytes=len(runner_out) + 1)
         # Only string ids can name a case; an int id from a hostile runner could be one of
@@ -147,6 +151,7 @@ def transform_outputs(
     except (StrictJSONError, TypeError, KeyError, AttributeError):
         return single_dir_tar("output")
     index = {case["id"]: i for i, case in enumerate(cases)}
+    used = PAGE_BYTES  # output/ itself
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as combined:
         add_dir(combined, "output")
@@ -155,7 +160,7 @@ def transform_outputs(
                 continue
             try:
                 raw = base64.b64decode(rc["output_b64"], validate=True)
-            except (binascii.Error, TypeError, KeyError):
+            except (ValueError, TypeError, KeyError):  # binascii.Error, or a non-ASCII str
                 return Refused("output-firewall:bad-encoding", str(case_id)[:64], "not base64")
             how = Crossing(
                 FirewallLimits(max_total_bytes=cap), None, None, "output", "output-firewall"
@@ -163,6 +168,13 @@ def transform_outputs(
             out = through_firewall(scope, io.BytesIO(raw), how)
             if isinstance(out, Refused):
                 return out
+            used += tmpfs_bytes(out.accepted.manifest) + PAGE_BYTES  # and output/<index>
+            if used > EXCHANGE_BYTES:
+                return Refused(
+                    OUTPUTS_TOO_LARGE, str(case_id)[:64],
+                    f"the outputs need more than the judge's {EXCHANGE_BYTES >> 20} MiB "
+                    f"(a {PAGE_BYTES}-byte page per file and directory at least)",
+                )  # fmt: skip
             prefix = f"output/{index[case_id]}"
             add_dir(combined, prefix)
             for entry in out.accepted.manifest:
@@ -341,7 +353,11 @@ def grade_strict(
                     )
         removal.result()
         if cmp.exit_code != 0:
-            if cmp.exited or rt.wait(judge, STOPPED_PROBE_S) is not None:
+            # Past its deadline or its report cap, the exec itself killed the judge's container:
+            # the candidate's output can make a judge that slow or that verbose, so that stop
+            # is the judge choking on it (a fail), never the engine's (no verdict).
+            overran = cmp.timed_out or cmp.truncated
+            if not overran and (cmp.exited or rt.wait(judge, STOPPED_PROBE_S) is not None):
                 # The judge's container itself stopped (killed from outside, engine fault):
                 # candidate bytes cannot stop it, so this is no verdict rather than a fail.
                 raise RuntimeError_("the judge's container stopped during compare")

@@ -11,6 +11,8 @@ from ..core.paths import INCONTAINER
 
 JUDGE_LIMITS = Limits(memory_bytes=1 << 30, pids=64, cpus=1.0)
 HANDOFF = "/handoff"
+EXCHANGE_BYTES = 512 << 20
+"""The judge's /exchange, a tmpfs: a transform task's outputs of every case go there."""
 
 
 def judge_spec(
@@ -28,7 +30,7 @@ def judge_spec(
         grading_id=gid,
         role="judge",
         binds=tuple(binds),
-        scratch=(Scratch("/state", 64 << 20), Scratch("/exchange", 512 << 20)),
+        scratch=(Scratch("/state", 64 << 20), Scratch("/exchange", EXCHANGE_BYTES)),
         limits=JUDGE_LIMITS,
         workdir="/judge",
     )

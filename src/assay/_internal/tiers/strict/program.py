@@ -9,6 +9,8 @@ directory comes back, through the archive firewall, to become the candidate's /c
 from __future__ import annotations
 
 import io
+import os
+import stat
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +28,10 @@ BUILD_DIR = "/build"
 COMPILE_LOG_CAP = 64 << 10
 """Compiler output kept (stdout and stderr together); past it the compile fails."""
 COMPILE_PIDS = 256
+NO_PROGRAM = "compile:no-program"
+"""The compiler exited 0 but left nothing its language's run command can start: a Rust
+`#![crate_type = "lib"]` or a Go `package foo` is an `ar` archive named `main`, mode 0644."""
+_ELF = b"\x7fELF"
 
 
 @dataclass(frozen=True)
@@ -163,12 +169,39 @@ def compile_in_container(
         scope.discard(cid)
 
 
+def missing_program(lang: Language, files: Path) -> str | None:
+    """Why the accepted build in `files` holds no program `lang.run` can start, or None. Only a
+    run command that names the build's own file is checked (`./main`); an interpreter is the
+    image's. Checked here because the runner cannot start such a file at all (exec fails), and
+    nothing that reports then is the program's result."""
+    target = lang.run[0]
+    if not target.startswith("./"):
+        return None
+    name = target.removeprefix("./")
+    try:
+        fd = os.open(files / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return f"the build has no {name}"
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            return f"the build's {name} is not a file"
+        if not mode & 0o111:
+            return f"the build's {name} is not executable"
+        if os.read(fd, len(_ELF)) != _ELF:
+            return f"the build's {name} is no ELF executable"
+    finally:
+        os.close(fd)
+    return None
+
+
 def build_program(
     scope: GradingScope, task: Task, taken: Submission, base_image: str
 ) -> Program | NotBuilt:
     """The submission's program, compiled if its language compiles. A compiler that fails,
     overruns its time, memory or output, or leaves a build the firewall refuses, fails the
-    grading with a `compile:*` (or firewall) reason; the engine failing raises."""
+    grading with a `compile:*` (or firewall) reason, as does a build with no program to run
+    (`NO_PROGRAM`); the engine failing raises."""
     lang = submitted_language(task, taken)
     if isinstance(lang, NotBuilt):
         return lang
@@ -191,6 +224,8 @@ def build_program(
     assert done.built is not None
     if isinstance(done.built, Refused):
         return NotBuilt(done.built.reason, done.built.detail)
+    if (why := missing_program(lang, done.built.files)) is not None:
+        return NotBuilt(NO_PROGRAM, why)
     return Program(lang, image, done.built.files)
 
 
