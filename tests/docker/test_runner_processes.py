@@ -13,6 +13,7 @@ reaps every process a case started (runner.py).
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,9 +21,12 @@ import pytest
 from helpers.runner import run_function
 
 import assay
+from assay._internal.model.task import load_task
 from assay._internal.runtime.base import Runtime
 from assay._internal.runtime.docker import DockerRuntime
 from assay._internal.runtime.oci.runtime import OciRuntime
+from assay._internal.runtime.scope import GradingScope
+from assay._internal.tiers.strict.grade import candidate_spec, runner_argv
 
 pytestmark = pytest.mark.docker
 
@@ -208,3 +212,37 @@ def test_cpu_spent_in_orphaned_grandchildren_counts_against_the_limit(
         assert v.passed, v.reason_codes
     else:
         assert not v.passed and case.reason == "limit:cpu", (case, v.reason_codes)
+
+
+def test_a_program_that_cannot_be_started_is_reported_as_such(
+    base_image: str, tmp_path: Path
+) -> None:
+    """A cli task's command names a file of the submission that is no executable: the runner
+    reports each case "error" (the judge's candidate:crash) instead of crashing on it."""
+    task = tmp_path / "task"
+    (task / "inputs").mkdir(parents=True)
+    (task / "judge").mkdir()
+    (task / "inputs" / "README.md").write_text("print hi\n")
+    (task / "task.toml").write_text(
+        'id = "no-exec"\nkind = "cli"\nartifacts = ["prog"]\n\n'
+        '[cli]\ncommand = ["/candidate/prog"]\n\n[judge]\ncases = "cases.json"\n'
+    )
+    cases = [{"id": "one", "input": {"stdin": ""}, "expected": {"stdout": "hi\n"}}]
+    (task / "judge" / "cases.json").write_text(json.dumps(cases))
+    loaded = load_task(task)
+    files, ins = tmp_path / "files", tmp_path / "inputs"
+    for d in (files, ins):
+        d.mkdir()
+        d.chmod(0o755)
+    (files / "prog").write_text("not a program\n")
+    (files / "prog").chmod(0o644)
+    (ins / "cases.json").write_text(json.dumps([{"id": "one", "input": {"stdin": ""}}]))
+    (ins / "cases.json").chmod(0o644)
+    rt = OciRuntime()
+    gid = "noexec-" + uuid.uuid4().hex[:12]
+    with GradingScope(rt, gid) as scope:
+        cid = scope.container(candidate_spec(loaded, base_image, gid, files, ins))
+        run = rt.exec(cid, runner_argv(loaded), deadline_s=60, output_cap=1 << 20)
+    assert run.exit_code == 0, run.stderr[-2000:]
+    (case,) = json.loads(run.stdout)["cases"]
+    assert (case["status"], case["exit_code"], case["output_b64"]) == ("error", None, ""), case

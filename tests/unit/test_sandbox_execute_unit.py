@@ -87,10 +87,12 @@ def test_a_limit_the_host_saw_names_the_limit_the_runner_did_not() -> None:
     assert _stage(("memory",), status="timeout", limit="time", exit_code=None).limit == "time"
 
 
-def test_a_runner_that_could_not_start_the_program_is_an_engine_error() -> None:
+def test_a_program_the_runner_could_not_start_finished_with_126() -> None:
+    """Its build is no executable: the program's failure, never an engine error."""
     raw = _case(status="error", exit_code=None, stderr_b64=base64.b64encode(b"\x00boom").decode())
-    with pytest.raises(EngineError, match="could not start"):
-        stage_from_report(_report(raw), (), CAP)
+    s = stage_from_report(_report(raw), (), CAP)
+    assert (s.status, s.exit_code, s.signal, s.limit) == ("finished", 126, None, None)
+    assert (s.stdout, s.stderr) == (b"", b"\x00boom")
 
 
 BIG = 1 << 80

@@ -309,7 +309,10 @@ def run_one(
                 preexec_fn=become,
             )
     except OSError as exc:
-        return "error", None, {"stderr": str(exc).encode()}, None, 0.0, kill_all(uid)
+        # The program could not be started (a build that is no executable, ENOEXEC, EACCES):
+        # every output stream is there, empty, for the caller's per-kind pick.
+        outs = {"stdout": b"", "stderr": str(exc).encode(), "result": b""}
+        return "error", None, outs, None, 0.0, kill_all(uid)
     if wfd is not None:
         os.close(wfd)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None

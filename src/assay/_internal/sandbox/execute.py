@@ -322,8 +322,8 @@ class UnreadableReport(ValueError):
 def stage_from_report(raw: bytes, hit: Sequence[str], output_cap: int) -> Stage:
     """The run's Stage from the runner's report (hostile bytes: every field checked, and any
     doubt is `UnreadableReport`); `hit` is what the host saw the container hit, which names
-    the limit where the runner named none. A runner that could not start the program at all
-    (status "error") raises `EngineError`: nothing the program did explains it."""
+    the limit where the runner named none. A program the runner could not start at all
+    (status "error": its build is no executable) finished with exit code 126."""
     try:
         doc = exact_fields(
             loads_strict(raw, max_bytes=report_cap(output_cap)), frozenset({"runner", "cases"}),
@@ -376,8 +376,10 @@ def stage_from_report(raw: bytes, hit: Sequence[str], output_cap: int) -> Stage:
         left = "pids" if str(limit).split(",")[0] == "processes" else "disk"
         stage = Stage("finished", code, signum, stdout, stderr, float(secs), left)
     elif status == "error":
-        detail = stderr[-400:].decode("utf-8", "replace")
-        raise RuntimeError_(f"the runner could not start the program: {shown(detail, 400)}")
+        # The program's own file could not be executed (the runner's command is trusted and
+        # its interpreters are in the image): the program's failure, told as a shell tells
+        # it, 126 "cannot execute", with the reason on stderr.
+        stage = Stage("finished", 126, None, b"", stderr, float(secs), None)
     else:
         raise UnreadableReport(f"an unknown status {shown(str(status))}")
     if stage.limit is None and hit:
