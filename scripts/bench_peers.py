@@ -3,7 +3,8 @@
     python scripts/bench_peers.py --tasks HE_DIR [--limit N] [--jobs 2] [--chunk 8]
         [--backends runc docker] [--only NAME ...] [--json F]
 
-HE_DIR is `assay import humaneval --out HE_DIR`. Every problem's canonical solution is graded
+HE_DIR is `assay import humaneval --out HE_DIR --allow-visible-only` (all 164; HumanEval/34 has
+no hidden case and is otherwise not written). Every problem's canonical solution is graded
 by each contender, two at a time (`--jobs`), in one interleaved run: the problems are taken in
 chunks, and each chunk is run by every contender in turn (the order rotates per chunk), so load
 drift on a shared machine hits them all alike. Contenders:

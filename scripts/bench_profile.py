@@ -10,9 +10,9 @@ remove, a `docker exec` of `true` and of `python3 -I -c pass`, the judge pool's 
 the cgroup freezer, and the engine's pause + top + unpause it replaces where there is none.
 
 `grading`: the canonical solutions of the first `--limit` imported HumanEval problems (HE_DIR is
-`assay import humaneval --out HE_DIR`) through one batch with reused judges, as `assay
-grade-many` runs it: throughput, machine CPU per grading and this process's share of it, and
-the engine API calls per grading by kind.
+`assay import humaneval --out HE_DIR --allow-visible-only`) through one batch with reused
+judges, as `assay grade-many` runs it: throughput, machine CPU per grading and this process's
+share of it, and the engine API calls per grading by kind.
 """
 
 from __future__ import annotations

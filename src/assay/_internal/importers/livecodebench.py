@@ -18,8 +18,11 @@ pickle and JSON 64 MiB, then the tests' own caps (stdio_task.py).
 Field mapping (stdin problems, i.e. AtCoder and Codeforces):
 - task id `lcb-<question_id>` (a plain id: [A-Za-z0-9_-], lowercased); README = the title as a
   heading, `question_content`, and how to submit.
-- judge/tests.json: public tests `public-<n>`, then private tests `private-<n>` (n from 1):
-  stdin = input, expected stdout = output.
+- judge/tests.json: public tests `<label>:public-<n>`, then private tests
+  `<label>:private-<n>` (n from 1): stdin = input, expected stdout = output. The label is
+  `visible` for a public test and for a private one whose input the title, statement or
+  starter code shows, else `hidden` (visibility.py); a problem with no hidden test is refused
+  unless --allow-visible-only.
 - [limits] case_timeout 6 s: LCB's per-test alarm (lcb_runner/runner/parser.py `--timeout`,
   default 6; compute_code_generation_metrics.py `timeout=6`). No memory limit in the rows.
 - no solutions (the rows hold none); --solutions FILE adds some.
@@ -80,10 +83,12 @@ from .stdio_task import (
     function_case,
     json_type,
     nested_json,
+    shown_text,
     source_id,
     tagged,
     text_field,
 )
+from .visibility import Shown, Visibility, case_id
 
 CASE_TIMEOUT = 6.0
 MAX_INFLATED_BYTES = 64 << 20
@@ -121,13 +126,22 @@ def build(row: dict[str, Any], task_id: str) -> Task:
     about = f"LiveCodeBench problem {task_id} ({platform}; imported by assay import livecodebench)."
     heading = f"# {title.strip()}\n\n" if title.strip() else ""
     if types == {"functional"}:
-        return functional(row, task_id, about, heading + content, tests)
+        starter = row.get("starter_code") if isinstance(row.get("starter_code"), str) else ""
+        shown = shown_text(title, content, starter or "")  # the README shows the starter code
+        return functional(row, task_id, about, heading + content, tests, shown)
+    shown = shown_text(title, content)
     task = StdioTask(task_id, about, heading + readme(content), [], checker="numbers",
                      abs_tol=0.0, rel_tol=0.0, case_timeout=CASE_TIMEOUT)  # fmt: skip
+    task.visibility = vis = Visibility()
+    vis.declare("public", "private")
     counts = {"public": 0, "private": 0}
     for kind, t in tests:
         counts[kind] += 1
-        add_test(task.tests, f"{kind}-{counts[kind]}", t["input"], t["output"])
+        name = f"{kind}-{counts[kind]}"
+        add_test(task.tests, name, t["input"], t["output"])
+        public = kind == "public"
+        shows = not public and shown.stdin_shown(t["input"], t["output"])
+        task.tests[-1]["id"] = case_id(vis.label(kind, public, shows), name)
     return task
 
 
@@ -175,7 +189,12 @@ def private_tests(raw: Any) -> list[dict[str, Any]]:
 
 
 def functional(
-    row: dict[str, Any], task_id: str, about: str, statement: str, tests: list[Any]
+    row: dict[str, Any],
+    task_id: str,
+    about: str,
+    statement: str,
+    tests: list[Any],
+    shown: Shown,
 ) -> FunctionTask:
     starter = row.get("starter_code") if isinstance(row.get("starter_code"), str) else ""
     method = "class Solution" in (starter or "")
@@ -184,6 +203,8 @@ def functional(
     if not isinstance(fn, str) or not IDENTIFIER.fullmatch(fn) or keyword.iskeyword(fn):
         raise Refused("functional problem without a usable metadata.func_name")
     cases = []
+    vis = Visibility()
+    vis.declare("public", "private")
     counts = {"public": 0, "private": 0}
     for kind, t in tests:
         counts[kind] += 1
@@ -194,11 +215,13 @@ def functional(
         at_most(t["input"].count("\n") + 1, MAX_ARGS, f"arguments (lines) in test {cid} input")
         args = [nested_json(line, f"test {cid} input") for line in t["input"].split("\n")]
         expected = nested_json(t["output"], f"test {cid} output")
-        cases.append(function_case(cid, args, expected))
+        public = kind == "public"
+        shows = not public and shown.call_shown(args, {}, expected)
+        cases.append(function_case(case_id(vis.label(kind, public, shows), cid), args, expected))
     checked_function_cases(cases)
     how = "\n\n## Submission\n\n" + (METHOD_HOW if method else FUNCTION_HOW).format(fn=fn)
     if starter:
         how += f"\n\nStarter code:\n\n```python\n{starter.rstrip()}\n```"
     entry = f"Solution.{fn}" if method else fn
     return FunctionTask(task_id, about, statement.rstrip() + how + "\n", entry, cases,
-                        COMPARE_PY, case_timeout=CASE_TIMEOUT)  # fmt: skip
+                        COMPARE_PY, case_timeout=CASE_TIMEOUT, visibility=vis)  # fmt: skip

@@ -12,6 +12,10 @@ fresh temporary directory inside --out and renamed into place, so a reader sees 
 none, or the whole new one, never half of one; its name is a validated task id, so nothing is
 ever written outside --out.
 
+Every test's id says whether the agent can see it (`visible:<name>`: a public test, or one
+whose input the statement shows; `hidden:<name>`: visibility.py), and a task with no hidden
+test is refused last, after every other check (`require_hidden`), unless the import opts in.
+
 Two task shapes come out (docs: design-27):
 - a `stdio` task: task.toml, inputs/README.md, judge/tests.json, solutions/<name>/<source>;
 - a `function` task (APPS/TACO rows with fn_name, LiveCodeBench functional rows): task.toml,
@@ -35,6 +39,14 @@ from typing import Any
 from assay._incontainer import judge, values
 from assay._internal.model.strict_json import StrictJSONError, loads_strict
 from assay.errors import UsageError
+
+from .visibility import (
+    VISIBLE_ONLY_DESCRIPTION,
+    VISIBLE_ONLY_NOTE,
+    Shown,
+    TooLong,
+    Visibility,
+)
 
 # Input: one JSONL line (or a whole .json list) and the JSON strings nested inside rows.
 MAX_ROW_BYTES = 64 << 20
@@ -128,6 +140,9 @@ class StdioTask:
     notes: list[str] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     kind: str = "stdio"
+    visibility: Visibility | None = None
+    """Which tests the agent can see; None: not known (an inline row sent without its
+    statement), and then the ids carry no label."""
 
 
 @dataclass
@@ -143,6 +158,7 @@ class FunctionTask:
     notes: list[str] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     kind: str = "function"
+    visibility: Visibility | None = None
 
 
 Task = StdioTask | FunctionTask
@@ -162,6 +178,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
     solutions: int = 0
+    visibility: Visibility | None = None
 
     def as_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"row": self.row, "id": self.task_id, "status": self.status}
@@ -170,6 +187,8 @@ class Outcome:
             return doc
         doc |= {"kind": self.kind, "tests": self.tests, "checker": self.checker,
                 "solutions": self.solutions}  # fmt: skip
+        if self.visibility is not None:
+            doc |= self.visibility.as_json()
         if self.notes:
             doc["notes"] = self.notes
         if self.skipped:
@@ -329,6 +348,30 @@ def check_text(text: str, what: str, cap: int) -> str:
     if size > cap:
         raise Refused(f"{what} is {size} bytes, over the cap of {cap}")
     return text
+
+
+def shown_text(*texts: str) -> Shown:
+    """What the agent is shown of a row (its statement, title, starter code), ready to tell
+    which tests it shows (visibility.py)."""
+    try:
+        return Shown(texts)
+    except TooLong as exc:
+        raise Refused(f"{exc}: too many to tell which tests it shows") from None
+
+
+def require_hidden(task: Task, allow_visible_only: bool) -> None:
+    """Refuse a task none of whose tests is hidden, or, when that was asked for, mark it
+    visible-only (its description and notes say so). A task whose visibility is unknown (no
+    statement came with an inline row) is left as it is."""
+    vis = task.visibility
+    if vis is None or (reason := vis.no_hidden_reason()) is None:
+        return
+    if not allow_visible_only:
+        raise Refused(reason)
+    if not vis.visible_only:
+        vis.visible_only = True
+        task.notes.append(VISIBLE_ONLY_NOTE)
+        task.description += VISIBLE_ONLY_DESCRIPTION
 
 
 def add_test(tests: list[dict[str, Any]], test_id: str, stdin: Any, stdout: Any) -> None:
@@ -539,10 +582,12 @@ def run_import(
     convert: Any,
     out: Path | None,
     extra: dict[str, list[Solution]] | None = None,
+    allow_visible_only: bool = False,
 ) -> list[Outcome]:
     """Convert every row with `convert(row, number) -> Task` (raising Refused) and write it
     under `out` (None: write nothing, only report). Duplicate task ids are refused after the
-    first; solutions from `extra` are added to the task of their id."""
+    first; solutions from `extra` are added to the task of their id. A row none of whose tests
+    is hidden is refused, unless `allow_visible_only` (then it is written, marked)."""
     if out is not None:
         try:
             out.mkdir(parents=True, exist_ok=True)
@@ -551,7 +596,7 @@ def run_import(
     outcomes: list[Outcome] = []
     seen: set[str] = set()
     for number, row in rows:
-        outcomes.append(_one_row(number, row, convert, out, extra or {}, seen))
+        outcomes.append(_one_row(number, row, convert, out, extra or {}, seen, allow_visible_only))
     if out is not None:
         write_report(out, source, outcomes)
     return outcomes
@@ -564,6 +609,7 @@ def _one_row(
     out: Path | None,
     extra: dict[str, list[Solution]],
     seen: set[str],
+    allow_visible_only: bool = False,
 ) -> Outcome:
     """One row's outcome; never raises an Exception. The task is written last, atomically
     (write_task), and nothing after it can fail, so a refused row leaves no task behind."""
@@ -581,13 +627,15 @@ def _one_row(
         for sol in extra.get(task.id, []):
             task.solutions = [s for s in task.solutions if s.name != sol.name] + [sol]
         files_of(task)  # every check, also when nothing is written
+        # Last: a row refused for what it is (a bad field, a cap) is named for that first.
+        require_hidden(task, allow_visible_only)
         cases = task.tests if isinstance(task, StdioTask) else task.cases
         checker = task.checker if isinstance(task, StdioTask) else (
             "custom (compare.py)" if task.compare else "equal")  # fmt: skip
         done = Outcome(number, task.id, "written" if out else "would-write", task.kind,
                        len(cases), checker, notes=list(task.notes),
                        skipped=dict(sorted(task.skipped.items())),
-                       solutions=len(task.solutions))  # fmt: skip
+                       solutions=len(task.solutions), visibility=task.visibility)  # fmt: skip
         if out is not None:
             write_task(out, task)
         return done
@@ -620,6 +668,8 @@ def outcome_counts(outcomes: list[Outcome]) -> Counter[str]:
         else:
             c[f"kind {o.kind}"] += 1
             c[f"checker {o.checker}"] += 1
+            if o.visibility is not None and o.visibility.visible_only:
+                c["visible-only (no hidden test)"] += 1
             for k, n in o.skipped.items():
                 c[f"skipped solutions: {k}"] += n
     return c

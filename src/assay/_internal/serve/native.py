@@ -20,11 +20,14 @@ log = logging.getLogger("assay.serve")
 
 MAX_FILES = 256
 MAX_BATCH = 1024
+MAX_STATEMENT_CHARS = 1 << 20  # the importers' statement cap (1 MiB), in characters
 
 
 class GradeRequest(BaseModel):
     """Exactly one of `task`, `input_output` (APPS/TACO form) and `ground_truth` (verl's form);
-    exactly one of `code` (with `language`) and `files`."""
+    exactly one of `code` (with `language`) and `files`. With a row's tests, `statement` is the
+    problem text the model was shown: the tests it shows are visible, the rest hidden, and a
+    row with no hidden test is refused unless `allow_visible_only` (assay.InlineTasks)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -35,6 +38,8 @@ class GradeRequest(BaseModel):
     language: str | None = Field(None, max_length=32)
     files: dict[str, str] | None = Field(None, max_length=MAX_FILES)
     tier: Literal["t2", "t3"] | None = None
+    statement: str | None = Field(None, max_length=MAX_STATEMENT_CHARS)
+    allow_visible_only: bool = False
 
     @model_validator(mode="after")
     def _one_of_each(self) -> GradeRequest:
@@ -47,6 +52,8 @@ class GradeRequest(BaseModel):
             raise ValueError("give exactly one of code, files")
         if self.files is not None and self.language is not None:
             raise ValueError("language goes with code; files name their own sources")
+        if self.task is not None and (self.statement is not None or self.allow_visible_only):
+            raise ValueError("statement and allow_visible_only go with a row's tests, not a task")
         return self
 
 
@@ -74,10 +81,13 @@ class NativeGrading:
             if found is None:
                 raise UsageError(f"no task {req.task!r} on this server (GET /v1/tasks lists them)")
             return nullcontext(found)
-        if req.input_output is not None:
-            return self.inline.lease(req.input_output, "apps")
-        assert req.ground_truth is not None
-        return self.inline.lease(req.ground_truth, "verl")
+        apps_form = req.input_output is not None
+        tests = req.input_output if apps_form else req.ground_truth
+        form = "apps" if apps_form else "verl"
+        assert tests is not None
+        return self.inline.lease(
+            tests, form, statement=req.statement, allow_visible_only=req.allow_visible_only
+        )
 
     def grade(self, req: GradeRequest) -> dict[str, Any]:
         """Runs on a worker thread; never raises."""
