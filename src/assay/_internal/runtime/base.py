@@ -147,7 +147,7 @@ def ceilings_hit(rt: Runtime, cid: str) -> list[str]:
     return hit
 
 
-STOPPED_GRACE_S = 3.0
+STOPPED_GRACE_S = 30.0
 
 
 def stopped_ceilings(rt: Runtime, cid: str, grace_s: float = STOPPED_GRACE_S) -> list[str]:
@@ -155,7 +155,10 @@ def stopped_ceilings(rt: Runtime, cid: str, grace_s: float = STOPPED_GRACE_S) ->
     stop and of an OOM kill as two events, and may record the stop first (a runsc sandbox
     killed at its memory limit, on a loaded machine, then reads as stopped at no limit, with
     its cgroup already gone). So a stopped container that shows no ceiling yet is asked again
-    for a few seconds before its stop is put down to anything else. Only that path waits."""
+    before its stop is put down to anything else. Only that path waits, so the wait can be
+    long: 3 s was not enough under a 1-minute load of 18 (Docker + gVisor recorded the agent's
+    OOM kill later, and a memory bomb became "stopped at no limit", no verdict); no honest
+    grading comes here, and a container stopped from outside is told after 30 s."""
     deadline = time.monotonic() + grace_s
     while True:
         hit = ceilings_hit(rt, cid)
