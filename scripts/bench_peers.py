@@ -68,7 +68,7 @@ from assay._internal.batch.run import drain
 from assay._internal.proof.bench import measure_floor
 from assay._internal.runtime import Runtime
 from assay._internal.runtime.engine import BACKENDS, open_runtime
-from assay._internal.tiers.strict import grade as strict
+from assay._internal.tiers.strict import candidate as strict
 
 LABEL = "assay.bench-peers"
 IMAGE = os.environ.get("ASSAY_BASE_IMAGE", "assay-base:latest")

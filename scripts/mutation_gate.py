@@ -297,7 +297,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "controller-runner-ids-strings",
         "the controller indexing a runner report's cases by string ids only",
-        "src/assay/_internal/tiers/strict/grade.py",
+        "src/assay/_internal/tiers/strict/runner_report.py",
         'if c.get("status") == "ok" and isinstance(c["id"], str)',
         'if c.get("status") == "ok"',
         (f"{VC}::test_the_controller_never_hashes_a_runner_case_id_that_is_not_a_string",),

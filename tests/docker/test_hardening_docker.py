@@ -26,7 +26,7 @@ from assay._internal.model.task import load_task
 from assay._internal.runtime.base import ContainerSpec
 from assay._internal.runtime.docker import DockerRuntime
 from assay._internal.runtime.scope import GradingScope
-from assay._internal.tiers.strict.grade import candidate_spec
+from assay._internal.tiers.strict.candidate import candidate_spec
 
 pytestmark = pytest.mark.docker
 RUNTIMES = ("runc", "runsc")

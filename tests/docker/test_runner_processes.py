@@ -26,7 +26,7 @@ from assay._internal.runtime.base import Runtime
 from assay._internal.runtime.docker import DockerRuntime
 from assay._internal.runtime.oci.runtime import OciRuntime
 from assay._internal.runtime.scope import GradingScope
-from assay._internal.tiers.strict.grade import candidate_spec, runner_argv
+from assay._internal.tiers.strict.candidate import candidate_spec, runner_argv
 
 pytestmark = pytest.mark.docker
 

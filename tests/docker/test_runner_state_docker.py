@@ -14,7 +14,7 @@ import pytest
 from e2e import TASKS, assay, write_solution
 from helpers.runner import docker_rt, run_function
 
-from assay._internal.tiers.strict.grade import SPAWN
+from assay._internal.tiers.strict.candidate import SPAWN
 
 pytestmark = pytest.mark.docker
 

@@ -14,7 +14,7 @@ from assay._internal.model.task import load_task
 from assay._internal.runtime.base import Runtime
 from assay._internal.runtime.docker import DockerRuntime
 from assay._internal.runtime.scope import GradingScope
-from assay._internal.tiers.strict.grade import candidate_spec, runner_argv
+from assay._internal.tiers.strict.candidate import candidate_spec, runner_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 

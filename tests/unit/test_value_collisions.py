@@ -212,9 +212,10 @@ def test_the_controller_never_hashes_a_runner_case_id_that_is_not_a_string(
     """The host reads the runner's report too (a transform task's outputs): its case ids are
     hostile JSON, and a dict of thousands of colliding int ids would cost quadratic time."""
     from assay._internal.tiers.strict import grade as strict
+    from assay._internal.tiers.strict import runner_report
 
     report = {"cases": [{"id": CInt(k * P), "status": "ok", "output_b64": ""} for k in range(N)]}
-    monkeypatch.setattr(strict, "loads_strict", lambda raw, max_bytes: report)
+    monkeypatch.setattr(runner_report, "loads_strict", lambda raw, max_bytes: report)
     Work.hashes = Work.eqs = 0
     out = strict.transform_outputs(None, b"{}", [{"id": "c0"}], 1 << 20)  # type: ignore[arg-type]
     assert isinstance(out, bytes)

@@ -21,36 +21,30 @@ way a program can take the runner down with it.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import io
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from assay.errors import ImageMissingError, UsageError
 
 from ..firewall.check import FirewallLimits
 from ..firewall.mapping import write_mapping_tar
 from ..model.languages import LANGUAGES, Language, language_image
-from ..model.strict_json import StrictJSONError, exact_fields, loads_strict, shown
-from ..runtime import (
-    Bind,
-    ContainerSpec,
-    ExecResult,
-    GradingScope,
-    Limits,
-    Runtime,
-    RuntimeError_,
-)
-from ..runtime.base import ceilings_hit, stopped_ceilings
+from ..runtime import ContainerSpec, ExecResult, GradingScope, Limits, Runtime, RuntimeError_
 from ..runtime.scope import new_grading_id
 from ..tiers.core.controller import contained
 from ..tiers.core.intake import Crossing, Refused, Submission, through_firewall
-from ..tiers.core.paths import INCONTAINER
+from ..tiers.strict.candidate import (
+    RUNNER_CASES_BYTES,
+    candidate_container,
+    run_candidate,
+    runner_command,
+    runner_deadline,
+    write_cases,
+)
 from ..tiers.strict.program import (
     NO_PROGRAM,
     compile_container,
@@ -58,6 +52,7 @@ from ..tiers.strict.program import (
     compile_in_container,
     missing_program,
 )
+from ..tiers.strict.runner_report import PROCESSES, UnreadableReport, read_case, report_cap
 
 MAX_FILES_BYTES = 16 << 20
 """The code and its files together, as the firewall counts them."""
@@ -66,25 +61,13 @@ BUILD_BYTES = 64 << 20
 """The compile container's build directory, and what of it may come back."""
 BUILD_TAR_BYTES = BUILD_BYTES + (MAX_FILES << 10)
 """The build directory's raw tar as the engine hands it out (headers on top of its bytes)."""
-RUNNER_CASES_BYTES = 16 << 20
-"""The most of /inputs/cases.json the runner reads (its MAX_CASES_BYTES): bounds stdin."""
 RUN_PIDS = 64
 CPUS = 1.0
-RUNNER_SLACK_S = 30.0
-"""The runner's own time around the program's, before its exec is given up on."""
-STOPPED_PROBE_S = 2.0
 MAX_TIMEOUT_S = 600.0
 MAX_MEMORY_MB = 65536
 MIN_MEMORY_MB = 16
 MAX_OUTPUT_CAP = 64 << 20
-MAX_DURATION_S = 86400.0
-RUNNER_ID = "assay-runner/1"
 CASE_ID = "run"
-CASE_FIELDS = frozenset(
-    {"id", "signal", "status", "limit", "exit_code", "duration_s", "output_b64", "stderr_b64"}
-)
-RUN_LIMITS = frozenset({"cpu", "memory", "output", "pids", "disk"})
-"""What a runner's "limit" status may name (a timeout is its own status, "time")."""
 
 
 @dataclass(frozen=True)
@@ -249,62 +232,42 @@ def compile_stage(res: ExecResult, hit: Sequence[str]) -> Stage:
 
 
 def run_spec(image: str, gid: str, files: Path, inputs: Path, memory_mb: int) -> ContainerSpec:
-    """The run's container, as the strict tier's candidate (grade.candidate_spec)."""
-    return ContainerSpec(
-        image=image,
-        grading_id=gid,
-        role="candidate",
-        binds=(Bind(files, "/candidate"), Bind(inputs, "/inputs"), Bind(INCONTAINER, "/assay")),
-        limits=Limits(memory_bytes=memory_mb * 2**20, pids=RUN_PIDS, cpus=CPUS),
-        workdir="/candidate",
-        switch_user=True,  # the runner keeps a uid the program does not share
-    )
+    """The run's container: a strict tier's candidate container with the request's limits."""
+    limits = Limits(memory_bytes=memory_mb * 2**20, pids=RUN_PIDS, cpus=CPUS)
+    return candidate_container(image, gid, files, inputs, limits)
 
 
 def run_argv(lang: Language, req: RunRequest) -> tuple[str, ...]:
-    return (
-        "python3", "-I", "/assay/runner.py", "--kind", "stdio",
-        "--case-timeout", repr(float(req.run_timeout)), "--output-cap", str(req.output_cap),
-        "--command-json", json.dumps(list(lang.run)),
-        "--cpu-seconds", repr(float(req.run_timeout)), "--keep-stderr",
-    )  # fmt: skip
-
-
-def report_cap(output_cap: int) -> int:
-    """The most bytes an honest runner's report of one case holds (two base64 streams)."""
-    return 2 * (4 * math.ceil(output_cap / 3)) + 65536
+    seconds = float(req.run_timeout)
+    return runner_command(
+        "stdio", seconds, req.output_cap, command=lang.run, cpu_seconds=seconds, keep_stderr=True
+    )
 
 
 def _run(
     scope: GradingScope, lang: Language, image: str, files: Path, cases: bytes, req: RunRequest
 ) -> Stage:
-    rt = scope.runtime
     inputs = scope.tempdir("inputs")
     inputs.chmod(0o755)
-    (inputs / "cases.json").write_bytes(cases)
-    (inputs / "cases.json").chmod(0o644)
+    write_cases(inputs, cases)
     cid = scope.container(run_spec(image, scope.grading_id, files, inputs, req.memory_mb))
     try:
-        cap = report_cap(req.output_cap)
-        res = rt.exec(
-            cid, run_argv(lang, req), deadline_s=req.run_timeout + RUNNER_SLACK_S, output_cap=cap
-        )
-        hit = ceilings_hit(rt, cid)
+        ran = run_candidate(
+            scope, cid, run_argv(lang, req), runner_deadline(1, req.run_timeout),
+            report_cap(req.output_cap),
+        )  # fmt: skip
+        res = ran.result
         if res.timed_out:
             # The runner outlived its program's deadline by the whole slack: the program kept
             # it busy (no honest run gets here), so the run counts as timed out.
             return Stage("timeout", None, None, b"", b"", res.duration_s, "time")
         if res.truncated:
             raise RuntimeError_("the runner wrote more than one case's report can hold")
-        stopped = res.exited or (res.exit_code != 0 and rt.wait(cid, STOPPED_PROBE_S) is not None)
-        if stopped and "memory" not in hit:
-            # The program's uid can signal neither init nor the keep-alive: a container that
-            # stopped at no limit was stopped from outside (grade.py does the same).
-            if "memory" not in stopped_ceilings(rt, cid):
-                raise RuntimeError_("the run's container stopped during its run at no limit")
-            hit = [*hit, "memory"]
+        # A container that stopped under the runner did so at its memory limit (run_candidate
+        # raised otherwise), which the engine may have recorded after the stop.
+        hit = [*ran.hit, "memory"] if ran.late_memory else list(ran.hit)
         try:
-            if stopped or res.exit_code != 0:
+            if ran.stopped or res.exit_code != 0:
                 raise UnreadableReport(f"the runner exited {res.exit_code}")
             return stage_from_report(res.stdout, hit, req.output_cap)
         except UnreadableReport as exc:
@@ -315,98 +278,34 @@ def _run(
         scope.discard(cid)
 
 
-class UnreadableReport(ValueError):
-    """The runner's report is not what an honest runner writes."""
-
-
 def stage_from_report(raw: bytes, hit: Sequence[str], output_cap: int) -> Stage:
-    """The run's Stage from the runner's report (hostile bytes: every field checked, and any
-    doubt is `UnreadableReport`); `hit` is what the host saw the container hit, which names
-    the limit where the runner named none. A program the runner could not start at all
-    (status "error": its build is no executable) finished with exit code 126."""
-    try:
-        doc = exact_fields(
-            loads_strict(raw, max_bytes=report_cap(output_cap)), frozenset({"runner", "cases"}),
-            "the runner's report",
-        )  # fmt: skip
-        if doc["runner"] != RUNNER_ID or not isinstance(doc["cases"], list):
-            raise UnreadableReport("not an assay-runner/1 report")
-        if len(doc["cases"]) != 1:
-            raise UnreadableReport(f"{len(doc['cases'])} cases where one ran")
-        case = exact_fields(doc["cases"][0], CASE_FIELDS, "the case")
-    except StrictJSONError as exc:
-        raise UnreadableReport(str(exc)) from None
-    if case["id"] != CASE_ID:
-        raise UnreadableReport("the case is not the one that ran")
-    status, limit = case["status"], case["limit"]
-    if not isinstance(status, str) or not (limit is None or isinstance(limit, str)):
-        raise UnreadableReport("status or limit is not a string")
-    if limit is not None and not 0 < len(limit) <= 200:
-        raise UnreadableReport("the limit is empty or too long")
-    code = _optional_int(case, "exit_code", 0, 255)
-    signum = _optional_int(case, "signal", 1, 64)
-    secs = case["duration_s"]
-    if not (_number(secs) and 0 <= secs <= MAX_DURATION_S):
-        raise UnreadableReport("duration_s is not a number of seconds in range")
-    stdout = _b64(case, "output_b64", output_cap)
-    stderr = _b64(case, "stderr_b64", output_cap)
-    if code is not None and signum is not None:
-        raise UnreadableReport("both an exit code and a signal")
+    """The run's Stage from the runner's report (read by `runner_report.read_case`: any doubt
+    is `UnreadableReport`); `hit` is what the host saw the container hit, which names the
+    limit where the runner named none. A program the runner could not start at all (status
+    "error": its build is no executable) finished with exit code 126."""
+    case = read_case(raw, CASE_ID, output_cap)
+    out, err, secs = case.output, case.stderr, case.duration_s
     stage: Stage
-    if status == "ok":
-        if limit is not None or (code is None and signum is None):
-            raise UnreadableReport("an ok case with a limit or no exit")
-        stage = Stage("finished", code, signum, stdout, stderr, float(secs), None)
-    elif status == "timeout":
-        if limit != "time" or code is not None:
-            raise UnreadableReport("a timeout that is not one")
-        stage = Stage("timeout", None, None, stdout, stderr, float(secs), "time")
-    elif status == "limit":
-        if limit not in RUN_LIMITS:
-            raise UnreadableReport(f"an unknown limit {shown(str(limit))}")
-        if limit == "cpu":  # the runner reports no exit for it: the rlimit's kill
-            stage = Stage("timeout", None, None, stdout, stderr, float(secs), "cpu")
-        else:
-            stage = Stage("finished", code, signum, stdout, stderr, float(secs), limit)
-    elif status == "residue":
+    if case.status == "timeout":
+        stage = Stage("timeout", None, None, out, err, secs, "time")
+    elif case.status == "limit" and case.limit == "cpu":
+        # The runner reports no exit for it: the rlimit's kill.
+        stage = Stage("timeout", None, None, out, err, secs, "cpu")
+    elif case.status == "residue":
         # The program left what could not be removed (the runner names it): processes that
         # outlived their kill, or a scratch place that could not be emptied. Its own doing.
-        if limit is None:
-            raise UnreadableReport("a residue that names no place")
-        left = "pids" if str(limit).split(",")[0] == "processes" else "disk"
-        stage = Stage("finished", code, signum, stdout, stderr, float(secs), left)
-    elif status == "error":
+        left = "pids" if case.places[0] == PROCESSES else "disk"
+        stage = Stage("finished", case.exit_code, case.signal, out, err, secs, left)
+    elif case.status == "error":
         # The program's own file could not be executed (the runner's command is trusted and
         # its interpreters are in the image): the program's failure, told as a shell tells
         # it, 126 "cannot execute", with the reason on stderr.
-        stage = Stage("finished", 126, None, b"", stderr, float(secs), None)
-    else:
-        raise UnreadableReport(f"an unknown status {shown(str(status))}")
+        stage = Stage("finished", 126, None, b"", err, secs, None)
+    else:  # "ok", or a "limit" other than cpu, which the Stage names
+        stage = Stage("finished", case.exit_code, case.signal, out, err, secs, case.limit)
     if stage.limit is None and hit:
         named = "memory" if "memory" in hit else "pids" if "pids" in hit else None
         if named is not None:
             stage = Stage(stage.status, stage.exit_code, stage.signal, stage.stdout,
                           stage.stderr, stage.seconds, named)  # fmt: skip
     return stage
-
-
-def _optional_int(case: dict[str, Any], key: str, low: int, high: int) -> int | None:
-    value = case[key]
-    if value is None:
-        return None
-    if not _int(value) or not low <= value <= high:
-        raise UnreadableReport(f"{key} is not an int in [{low}, {high}]")
-    return int(value)
-
-
-def _b64(case: dict[str, Any], key: str, cap: int) -> bytes:
-    text = case[key]
-    if not isinstance(text, str) or len(text) > 4 * math.ceil(cap / 3):
-        raise UnreadableReport(f"{key} is not a string of at most {cap} bytes in base64")
-    try:
-        data = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raise UnreadableReport(f"{key} is not base64") from None
-    if len(data) > cap:
-        raise UnreadableReport(f"{key} holds more than {cap} bytes")
-    return data

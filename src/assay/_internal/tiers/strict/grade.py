@@ -8,7 +8,6 @@ The candidate never holds an expected value; the judge never runs candidate code
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import secrets
@@ -21,77 +20,30 @@ from ...firewall.materialise import read_materialised
 from ...model.diagnostics import CaseDiagnostic, Diagnostics, Judged
 from ...model.strict_json import StrictJSONError, loads_strict
 from ...model.task import Task
-from ...runtime import (
-    Bind,
-    ContainerSpec,
-    ExecResult,
-    GradingScope,
-    Limits,
-    Runtime,
-    RuntimeError_,
-    Scratch,
-)
-from ...runtime.base import ceilings_hit, stopped_ceilings
+from ...runtime import ExecResult, GradingScope, Runtime, RuntimeError_
 from ...runtime.scope import new_grading_id
 from ..core.controller import Grading, Source
 from ..core.intake import PAGE_BYTES, Crossing, Refused, through_firewall, tmpfs_bytes
 from ..core.overlap import Background
-from ..core.paths import INCONTAINER
+from .candidate import (
+    STOPPED_PROBE_S,
+    candidate_spec,
+    run_candidate,
+    runner_argv,
+    runner_deadline,
+    write_cases,
+)
 from .fixedcases import INPUTS
 from .judge_report import INVALID_OUTPUT, verdict_from_judge
 from .judgespec import EXCHANGE_BYTES, HANDOFF, judge_spec
 from .program import NotBuilt, Program, build_program, judge_image_of
+from .runner_report import UnreadableReport, b64_bytes, grading_report_cap, ok_outputs
 
 if TYPE_CHECKING:
     from .judgepool import JudgePool
 
 MAX_INPUTS_BYTES = 16 << 20
 MAX_REPORT_BYTES = 8 << 20
-PHASE_SLACK_S = 30.0
-STOPPED_PROBE_S = 2.0
-
-
-def candidate_spec(task: Task, image: str, gid: str, files: Path, inputs: Path) -> ContainerSpec:
-    lim = task.config.limits
-    scratch = (Scratch("/output", lim.artifact_bytes),) if task.config.kind == "transform" else ()
-    return ContainerSpec(
-        image=image,
-        grading_id=gid,
-        role="candidate",
-        binds=(Bind(files, "/candidate"), Bind(inputs, "/inputs"), Bind(INCONTAINER, "/assay")),
-        scratch=scratch,
-        limits=Limits(memory_bytes=lim.memory_mb * 2**20, pids=lim.pids, cpus=lim.cpus),
-        workdir="/candidate",
-        # The runner keeps a uid the candidate does not share (docs/security.md).
-        switch_user=True,
-    )
-
-
-SPAWN = "fork"
-"""How the runner starts a function case (runner.py): "fork" from itself (default) or "exec" a
-new interpreter (kept for A/B measurement: scripts/bench_ab.py)."""
-
-
-def runner_argv(
-    task: Task, spawn: str | None = None, command: tuple[str, ...] | None = None
-) -> tuple[str, ...]:
-    """`command`: a `stdio` program's run argv (its language's)."""
-    c = task.config
-    argv = [
-        "python3", "-I", "/assay/runner.py", "--kind", c.kind,
-        "--case-timeout", str(c.limits.case_timeout),
-        "--output-cap", str(c.limits.output_bytes),
-    ]  # fmt: skip
-    if c.function is not None:
-        argv += ["--entry", c.function.entry, "--spawn", spawn or SPAWN]
-    spec = c.cli or c.transform
-    if spec is not None:
-        argv += ["--command-json", json.dumps(spec.command)]
-    if c.stdio is not None:
-        assert command is not None
-        cpu = c.limits.cpu_seconds or c.limits.case_timeout
-        argv += ["--command-json", json.dumps(list(command)), "--cpu-seconds", repr(cpu)]
-    return tuple(argv)
 
 
 def compare_argv(task: Task, runner_output: str = "/exchange/runner.json") -> tuple[str, ...]:
@@ -139,28 +91,20 @@ def transform_outputs(
     controller cannot read yields no outputs: the judge then fails every case on it. Outputs
     that together would not fit the judge's /exchange fail the grading (`OUTPUTS_TOO_LARGE`)
     before any of them is sent: the engine refusing the upload would be no verdict at all."""
-    try:
-        report = loads_strict(runner_out, max_bytes=len(runner_out) + 1)
-        # Only string ids can name a case; an int id from a hostile runner could be one of
-        # thousands that share a hash, and this dict would cost quadratic time to build.
-        by_id = {
-            c["id"]: c
-            for c in report["cases"]
-            if c.get("status") == "ok" and isinstance(c["id"], str)
-        }
-    except (StrictJSONError, TypeError, KeyError, AttributeError):
+    by_id = ok_outputs(runner_out)
+    if by_id is None:
         return single_dir_tar("output")
     index = {case["id"]: i for i, case in enumerate(cases)}
     used = PAGE_BYTES  # output/ itself
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as combined:
         add_dir(combined, "output")
-        for case_id, rc in by_id.items():
+        for case_id, encoded in by_id.items():
             if case_id not in index:
                 continue
             try:
-                raw = base64.b64decode(rc["output_b64"], validate=True)
-            except (ValueError, TypeError, KeyError):  # binascii.Error, or a non-ASCII str
+                raw = b64_bytes(encoded, "output_b64")
+            except UnreadableReport:
                 return Refused("output-firewall:bad-encoding", str(case_id)[:64], "not base64")
             how = Crossing(
                 FirewallLimits(max_total_bytes=cap), None, None, "output", "output-firewall"
@@ -281,8 +225,7 @@ def grade_strict(
             assert raw is not None
             cases = loads_strict(raw, max_bytes=MAX_INPUTS_BYTES)
             n_cases = len(cases)
-            (inputs / "cases.json").write_bytes(json.dumps(cases).encode())
-            (inputs / "cases.json").chmod(0o644)
+            write_cases(inputs, json.dumps(cases).encode())
         except (StrictJSONError, TypeError) as exc:
             why = f"judge:{getattr(exc, 'code', 'inputs')}"
             return Judged(g.fail("judge:invalid-inputs", [why]))
@@ -303,31 +246,18 @@ def grade_strict(
         command = program.language.run if isinstance(program, Program) else None
 
         with g.timed("candidate"):
-            per_case = lim.output_bytes * 4 // 3 + 1024
-            run = rt.exec(
-                cand, runner_argv(task, command=command),
-                deadline_s=min(lim.total_timeout, n_cases * lim.case_timeout + PHASE_SLACK_S),
-                output_cap=n_cases * per_case + 65536,
+            ran = run_candidate(
+                scope, cand, runner_argv(task, command=command),
+                runner_deadline(n_cases, lim.case_timeout, lim.total_timeout),
+                grading_report_cap(n_cases, lim.output_bytes),
             )  # fmt: skip
+            run = ran.result
             if run.timed_out:
                 reasons.append("limit:total-time")
             if run.truncated:
                 reasons.append("limit:runner-output")
-            reasons.extend(f"limit:{c}" for c in reversed(ceilings_hit(rt, cand)))
-            # The candidate's uid can signal neither init nor the keep-alive (root), so a container
-            # that stopped under the runner at no limit was stopped from outside or by the engine:
-            # no verdict, rather than a signed fail for a correct submission. Probed only when the
-            # runner did not exit 0, so an honest grading never waits for it.
-            stopped = run.exited or (
-                run.exit_code != 0
-                and not (run.timed_out or run.truncated)
-                and rt.wait(cand, STOPPED_PROBE_S) is not None
-            )
-            if stopped and "limit:memory" not in reasons:
-                if "memory" not in stopped_ceilings(rt, cand):
-                    raise RuntimeError_(
-                        "the candidate's container stopped during its run at no limit"
-                    )
+            reasons.extend(f"limit:{c}" for c in reversed(ran.hit))
+            if ran.late_memory:
                 reasons.append("limit:memory")
             if task.config.kind == "transform" and not (run.timed_out or run.truncated):
                 outputs = transform_outputs(scope, run.stdout, cases, lim.artifact_bytes)
