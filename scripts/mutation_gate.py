@@ -55,6 +55,8 @@ class Mutation:
 
 FC = "tests/unit/test_firewall_corpus.py::test_hostile_archive_is_rejected_by_its_rule"
 RT = "tests/unit/test_repo_tree_faults.py"
+FST = "tests/unit/test_fstree.py"
+HT = "tests/unit/test_oci_hosttar.py"
 RLD = "tests/docker/test_repo_links_docker.py"
 JP = "tests/unit/test_judgepool.py"
 JPD = "tests/docker/test_judgepool_docker.py"
@@ -316,9 +318,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "docker-read-only-root",
         "the read-only root file system of every hardened container",
-        "src/assay/_internal/runtime/docker.py",
-        "                    read_only=True,",
-        "                    read_only=False,",
+        "src/assay/_internal/runtime/dockerconfig.py",
+        "            read_only=True,",
+        "            read_only=False,",
         (
             "tests/docker/test_runtime_conformance_docker.py::test_docker_conforms"
             "[check_root_is_read_only_scratch_is_writable]",
@@ -329,16 +331,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "docker-network-none",
         "no network for every hardened container",
-        "src/assay/_internal/runtime/docker.py",
-        '                    network_mode="none",',
-        '                    network_mode="bridge",',
+        "src/assay/_internal/runtime/dockerconfig.py",
+        '            network_mode="none",',
+        '            network_mode="bridge",',
         ("tests/docker/test_network_docker.py",),
     ),
     Mutation(
         "docker-cap-drop",
         "dropping every capability in every hardened container",
-        "src/assay/_internal/runtime/docker.py",
-        '                    cap_drop=["ALL"],\n',
+        "src/assay/_internal/runtime/dockerconfig.py",
+        '            cap_drop=["ALL"],\n',
         "",
         (
             f"{HARDENING}::test_host_config_drops_caps_and_new_privileges[runc]",
@@ -348,9 +350,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "docker-no-new-privileges",
         "no-new-privileges in every hardened container (the image ships setuid-root binaries)",
-        "src/assay/_internal/runtime/docker.py",
-        '                    security_opt=["no-new-privileges", self._seccomp],\n',
-        "                    security_opt=[self._seccomp],\n",
+        "src/assay/_internal/runtime/dockerconfig.py",
+        '            security_opt=["no-new-privileges", seccomp],\n',
+        "            security_opt=[seccomp],\n",
         (
             f"{HARDENING}::test_host_config_drops_caps_and_new_privileges[runc]",
             f"{HARDENING}::test_candidate_process_has_no_capabilities[runc]",
@@ -360,9 +362,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "docker-seccomp-profile",
         "assay's seccomp profile (moby's current default) on every hardened Docker container, "
         "not the engine's own (Docker 20.10's allows io_uring)",
-        "src/assay/_internal/runtime/docker.py",
-        '                    security_opt=["no-new-privileges", self._seccomp],\n',
-        '                    security_opt=["no-new-privileges"],\n',
+        "src/assay/_internal/runtime/dockerconfig.py",
+        '            security_opt=["no-new-privileges", seccomp],\n',
+        '            security_opt=["no-new-privileges"],\n',
         (
             "tests/docker/test_seccomp_docker.py::"
             "test_a_hardened_container_refuses_io_uring_and_vsock",
@@ -371,7 +373,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "docker-log-driver-none",
         "no container's output reaching the engine's log driver (host CPU outside the quota)",
-        "src/assay/_internal/runtime/docker.py",
+        "src/assay/_internal/runtime/dockerconfig.py",
         '"log_config": LogConfig(type="none"),',
         '"log_config": LogConfig(type="json-file"),',
         (f"{HARDENING}::test_candidate_output_never_reaches_the_engine_log[runc]",),
@@ -580,6 +582,39 @@ MUTATIONS: tuple[Mutation, ...] = (
         (f"{RT}::test_materialise_checks_the_links_again",),
     ),
     Mutation(
+        "fstree-no-follow",
+        "O_NOFOLLOW on every directory the no-follow tree package opens (reading and writing)",
+        "src/assay/_internal/fstree/dirfd.py",
+        "DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC",
+        "DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC",
+        (
+            f"{FST}::test_writing_while_a_parent_is_swapped_for_a_symlink_never_writes_outside",
+            f"{HT}::test_extract_never_writes_through_a_planted_directory_symlink",
+        ),
+    ),
+    Mutation(
+        "fstree-container-drops-setid",
+        "a tar put into a container's tree losing its setuid and setgid bits",
+        "src/assay/_internal/fstree/policy.py",
+        'CONTAINER = Policy("container", 0o1777,',
+        'CONTAINER = Policy("container", 0o7777,',
+        (
+            f"{FST}::test_the_container_policy_drops_setuid_and_setgid_and_keeps_the_sticky_bit",
+            f"{HT}::test_extract_writes_members_with_modes_and_owners",
+        ),
+    ),
+    Mutation(
+        "fstree-shared-hard-links",
+        "a hard link into a container's tree naming only a file the same archive made",
+        "src/assay/_internal/fstree/tarin.py",
+        "        if not self._policy.private and target not in self._files:\n",
+        "        if False:\n",
+        (
+            f"{FST}::test_a_hard_link_names_only_this_archives_files_in_a_shared_tree",
+            f"{HT}::test_extract_refuses_bad_members",
+        ),
+    ),
+    Mutation(
         "task-tree-refusal-is-task-error",
         "a repository the firewall refuses is a task error (exit 2), not a failed verdict",
         "src/assay/_internal/tiers/repo/tree.py",
@@ -698,7 +733,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "stuck-container-kill-by-pid",
         "a container the engine cannot stop has its own processes killed by PID, then removed",
         "src/assay/_internal/runtime/docker.py",
-        "or not (n := _kill_cgroup(cid)):",
+        "or not (n := _cgroup(cid).kill()):",
         "or not (n := 0):",
         (
             "tests/docker/test_stuck_container_docker.py::"

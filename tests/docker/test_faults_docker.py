@@ -324,6 +324,7 @@ class Batch:
 def oci_orphan_traces() -> list[str]:
     """Mounts and cgroups of the runc backend whose container has no state left: what a
     removal that stopped half-way would leave (live containers of other tests are fine)."""
+    from assay._internal.runtime.cgroup import groups_under
     from assay._internal.runtime.oci import host
 
     live = {p.name for p in (host.STATE_ROOT / "c").glob("*") if (p / "meta.json").exists()}
@@ -332,7 +333,7 @@ def oci_orphan_traces() -> list[str]:
         for m in host.mounted_under(host.STATE_ROOT / "c")
         if Path(m).relative_to(host.STATE_ROOT / "c").parts[0] not in live
     ]
-    traces += [f"cgroup {c}" for c in host.cgroup_leftovers() if c.name not in live]
+    traces += [f"cgroup {c}" for c in groups_under(host.CGROUP_PARENT) if c.name not in live]
     return traces
 
 

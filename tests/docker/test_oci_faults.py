@@ -42,7 +42,7 @@ def _containers(role: str) -> list[str]:
             data = json.loads(meta.read_text())
         except (OSError, ValueError):
             continue
-        if data.get("role") == role and host.procs(data["cid"]):
+        if data.get("role") == role and host.cgroup(data["cid"]).procs():
             found.append(data["cid"])
     return found
 
@@ -66,7 +66,7 @@ def test_containers_killed_from_outside_by_pid(batch: Batch) -> None:
                         continue
                     seen.add(cid)
                     time.sleep(rng.uniform(0, 0.4))
-                    if host.kill_cgroup(cid):
+                    if host.cgroup(cid).kill():
                         killed[role] += 1
                     break
             time.sleep(0.02)
@@ -121,7 +121,7 @@ def test_frozen_container_is_removed_and_never_passes(batch: Batch) -> None:
         while not stop.is_set() and len(frozen) < 2:
             for cid in _containers("candidate"):
                 if cid not in frozen:
-                    (host.cgroup_dir("freezer", cid) / "freezer.state").write_text("FROZEN")
+                    (host.cgroup(cid).dir("freezer") / "freezer.state").write_text("FROZEN")
                     frozen.append(cid)
                     break
             time.sleep(0.05)
@@ -139,7 +139,7 @@ def test_frozen_container_is_removed_and_never_passes(batch: Batch) -> None:
     batch.check_accounted()
     batch.check_verdicts(complete=False)
     for cid in frozen:
-        assert not host.state_dir(cid).exists() and host.cgroup_leftovers(cid) == []
+        assert not host.state_dir(cid).exists() and host.cgroup(cid).leftovers() == []
     batch.rerun_completes()
 
 

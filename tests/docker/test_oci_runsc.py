@@ -22,13 +22,14 @@ import pytest
 
 from assay._internal.runtime.base import ContainerSpec, Limits, Scratch, ceilings_hit
 from assay._internal.runtime.oci import host
+from assay._internal.runtime.oci.gc import runtime_state
 from assay._internal.runtime.oci.runsc import (
     RunscRuntime,
     host_pids,
     runsc_facts,
     runsc_problems,
 )
-from assay._internal.runtime.oci.runtime import OciRuntime, runtime_state
+from assay._internal.runtime.oci.runtime import OciRuntime
 from assay._internal.runtime.scope import GradingScope
 from assay.runtime.conformance import CHECKS
 
@@ -66,7 +67,7 @@ def _spec(image: str, gid: str, **kw: object) -> ContainerSpec:
 
 def _gone(rt: OciRuntime, gid: str, cid: str) -> None:
     assert rt.leftovers(gid) == []
-    assert host.cgroup_leftovers(cid) == [] and runtime_state(host.STATE_ROOT, cid) == []
+    assert host.cgroup(cid).leftovers() == [] and runtime_state(host.STATE_ROOT, cid) == []
     assert host.mounted_under(host.state_dir(cid)) == []
 
 
@@ -138,13 +139,13 @@ def test_network_is_loopback_only(box) -> None:  # type: ignore[no-untyped-def]
 
 def test_limits_are_set_on_the_sandboxs_cgroup(box) -> None:  # type: ignore[no-untyped-def]
     _, cid = box
-    mem = host.cgroup_dir("memory", cid)
+    mem = host.cgroup(cid).dir("memory")
     assert int((mem / "memory.limit_in_bytes").read_text()) == 160 * 2**20
     assert int((mem / "memory.memsw.limit_in_bytes").read_text()) == 160 * 2**20  # no swap
-    cpu = host.cgroup_dir("cpu", cid)
+    cpu = host.cgroup(cid).dir("cpu")
     assert int((cpu / "cpu.cfs_quota_us").read_text()) == 50_000
     assert int((cpu / "cpu.cfs_period_us").read_text()) == 100_000
-    assert (host.cgroup_dir("pids", cid) / "pids.max").read_text().strip() == str(host_pids(32))
+    assert (host.cgroup(cid).dir("pids") / "pids.max").read_text().strip() == str(host_pids(32))
 
 
 def test_the_pids_limit_holds_for_the_agents_uid_and_no_core_dumps(box) -> None:  # type: ignore[no-untyped-def]
@@ -216,7 +217,7 @@ def test_a_killed_controllers_sandbox_is_an_orphan_and_gc_removes_it(
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
     cid = out.stdout.decode().strip()
     assert len(cid) == 32, out
-    assert host.procs(cid), "the sandbox should outlive its controller"
+    assert host.cgroup(cid).procs(), "the sandbox should outlive its controller"
     assert runtime_state(host.STATE_ROOT, cid), "runsc keeps a record of it"
     gc = OciRuntime()
     assert gid in gc.orphans() and f"container:{cid[:12]}" in gc.leftovers(gid)

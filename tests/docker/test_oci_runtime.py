@@ -51,7 +51,7 @@ def box(oci: OciRuntime, base_image: str) -> Iterator[tuple[OciRuntime, str, str
         cid = scope.container(_spec(base_image, gid))
         yield oci, cid, gid
     assert oci.leftovers(gid) == []
-    assert host.cgroup_leftovers(cid) == []
+    assert host.cgroup(cid).leftovers() == []
     assert host.mounted_under(host.state_dir(cid)) == []
 
 
@@ -122,11 +122,11 @@ def test_network_is_loopback_only(box) -> None:  # type: ignore[no-untyped-def]
 
 def test_limits_are_set_on_the_containers_cgroup(box) -> None:  # type: ignore[no-untyped-def]
     _, cid, _ = box
-    mem = host.cgroup_dir("memory", cid)
+    mem = host.cgroup(cid).dir("memory")
     assert int((mem / "memory.limit_in_bytes").read_text()) == 96 * 2**20
     assert int((mem / "memory.memsw.limit_in_bytes").read_text()) == 96 * 2**20  # no swap
-    assert (host.cgroup_dir("pids", cid) / "pids.max").read_text().strip() == "32"
-    cpu = host.cgroup_dir("cpu", cid)
+    assert (host.cgroup(cid).dir("pids") / "pids.max").read_text().strip() == "32"
+    cpu = host.cgroup(cid).dir("cpu")
     assert int((cpu / "cpu.cfs_quota_us").read_text()) == 50_000
     assert int((cpu / "cpu.cfs_period_us").read_text()) == 100_000
 
@@ -145,13 +145,28 @@ def test_fork_bomb_and_memory_hog_are_reported_as_ceilings(box) -> None:  # type
     assert "memory" in ceilings_hit(rt, cid) and rt.oom_killed(cid)
 
 
+def test_the_cgroup_counts_cpu_memory_and_tasks_of_processes_gone_too(box) -> None:  # type: ignore[no-untyped-def]
+    """The cgroup layer's counters of a real container: the CPU time and the memory peak of a
+    command that has exited stay counted, and no ceiling was hit."""
+    rt, cid, _ = box
+    before = host.cgroup(cid).counters()
+    script = "b = bytearray(32 * 2**20)\nn = 0\nwhile n < 3 * 10**6: n += 1"
+    assert rt.exec(cid, ("python3", "-c", script), deadline_s=60, output_cap=4096).exit_code == 0
+    after = host.cgroup(cid).counters()
+    assert before.cpu_ns is not None and after.cpu_ns is not None
+    assert after.cpu_ns - before.cpu_ns > 10**8
+    assert after.memory_peak_bytes is not None and after.memory_peak_bytes >= 32 * 2**20
+    assert after.memory_bytes is not None and after.pids is not None and after.pids >= 2
+    assert (after.pids_max_hits, after.oom_kills) == (0, 0)
+
+
 def test_kill_ends_every_process_by_cgroup(box) -> None:  # type: ignore[no-untyped-def]
     rt, cid, _ = box
     sh(rt, cid, "sleep 100 >/dev/null 2>&1 &")
-    assert len(host.procs(cid)) >= 3
+    assert len(host.cgroup(cid).procs()) >= 3
     rt.kill(cid)
     assert rt.wait(cid, 10) is not None
-    assert host.procs(cid) == []
+    assert host.cgroup(cid).procs() == []
 
 
 def test_switch_user_exec_holds_exactly_the_three_caps(oci: OciRuntime, base_image: str) -> None:
@@ -201,9 +216,9 @@ def test_a_killed_controllers_containers_are_orphans_and_gc_removes_them(
     cid = out.stdout.decode().strip()
     assert len(cid) == 32, out
     assert gid in oci.orphans()
-    assert host.procs(cid), "the container should outlive its controller"
+    assert host.cgroup(cid).procs(), "the container should outlive its controller"
     assert oci.sweep(gid) == 1
-    assert oci.leftovers(gid) == [] and host.cgroup_leftovers(cid) == []
+    assert oci.leftovers(gid) == [] and host.cgroup(cid).leftovers() == []
     assert not host.state_dir(cid).exists()
     assert os.path.exists(host.STATE_ROOT)  # the root itself stays for the next controller
 

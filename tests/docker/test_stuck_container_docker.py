@@ -16,7 +16,8 @@ import requests.exceptions
 from faultkit import HoldProxy
 
 from assay._internal.runtime.base import ContainerSpec, ContainerStuckError, Limits, RuntimeError_
-from assay._internal.runtime.docker import FREEZER, DockerRuntime
+from assay._internal.runtime.cgroup import Cgroup
+from assay._internal.runtime.docker import CGROUP_PARENT, DockerRuntime
 from assay._internal.runtime.scope import new_grading_id
 
 ENGINE_SOCKET = Path("/var/run/docker.sock")
@@ -66,7 +67,7 @@ def test_a_wedged_gvisor_sandbox_is_killed_by_pid_and_its_container_removed(
     try:
         rt.start(cid)
         sandbox = rt.client.api.inspect_container(cid)["State"]["Pid"]
-        assert str(sandbox) in (FREEZER / cid / "cgroup.procs").read_text().split()
+        assert sandbox in Cgroup(CGROUP_PARENT, cid).procs("freezer")
         os.kill(sandbox, signal.SIGSTOP)  # a process of the container this test created
         with pytest.raises(requests.exceptions.ReadTimeout):
             rt.client.api.kill(cid)  # the engine cannot stop it by itself

@@ -12,7 +12,6 @@ import pytest
 
 from assay._internal.model.task import Task, load_task
 from assay._internal.runtime import CensusUnavailable, ContainerStuckError, ExecResult
-from assay._internal.runtime import docker as docker_runtime
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
 from assay._internal.tiers.strict.fixedcases import InputCache, fixed_cases
 from assay._internal.tiers.strict.judgepool import RESET_ARGV, JudgePool, Lent, fill
@@ -269,41 +268,6 @@ def test_a_judge_whose_processes_cannot_be_listed_serves_one_grading_only() -> N
     assert not lend(pool, ADD, "g-2").reused
     pool.close()
     assert rt.leftovers() == []
-
-
-class _Freezer:
-    """A cgroup v1 freezer.state that stays FREEZING until it has been thawed `stuck` times:
-    runc's init mid-execve, waiting on threads the freeze holds, until a thaw lets it finish."""
-
-    def __init__(self, stuck: int) -> None:
-        self.stuck, self.state = stuck, "THAWED"
-        self.writes: list[str] = []
-
-    def write_text(self, value: str) -> None:
-        self.writes.append(value)
-        if value == "THAWED":
-            self.stuck -= 1
-            self.state = "THAWED"
-        else:
-            self.state = "FREEZING" if self.stuck > 0 else "FROZEN"
-
-    def read_text(self) -> str:
-        return self.state + "\n"
-
-
-def test_a_freeze_stuck_on_a_starting_process_is_thawed_and_tried_again() -> None:
-    group = _Freezer(stuck=2)
-    assert docker_runtime._freeze(group)  # type: ignore[arg-type]
-    assert group.writes.count("THAWED") == 2 and group.writes[-1] == "FROZEN"
-
-
-def test_a_group_that_never_freezes_gives_no_census(monkeypatch: pytest.MonkeyPatch) -> None:
-    from assay._internal.runtime import freezer
-
-    monkeypatch.setattr(freezer, "FREEZE_WAIT_S", 0.2)
-    group = _Freezer(stuck=10**6)
-    assert not docker_runtime._freeze(group)  # type: ignore[arg-type]
-    assert group.state != "FROZEN"
 
 
 class _StuckOnce(FakeRuntime):

@@ -70,6 +70,21 @@ def test_limits_memory_without_swap_pids_cpu() -> None:
     assert res["devices"][0] == {"allow": False, "access": "rwm"}
 
 
+def test_a_runtime_that_limits_pids_inside_gets_a_backstop_and_rlimit_nproc() -> None:
+    """runsc's bundle (oci/runsc.py): the host cgroup's pids is a backstop, and the tasks are
+    limited by RLIMIT_NPROC at the spec's pids; runc's has neither."""
+    spec = ContainerSpec(image="img", grading_id="g", role="r", limits=Limits(pids=64))
+    args: dict[str, Any] = dict(
+        image_env={}, image_workdir="/", seccomp=SECCOMP, cgroups_path="/a/x", hostname="x"
+    )
+    c = bundle.config(spec, HOST, cgroup_pids=3072, nproc=64, **args)
+    assert c["linux"]["resources"]["pids"] == {"limit": 3072}
+    assert c["process"]["rlimits"][-1] == {"type": "RLIMIT_NPROC", "hard": 64, "soft": 64}
+    plain = bundle.config(spec, HOST, **args)
+    assert plain["linux"]["resources"]["pids"] == {"limit": 64}
+    assert all(r["type"] != "RLIMIT_NPROC" for r in plain["process"]["rlimits"])
+
+
 def test_masked_and_read_only_paths_are_dockers() -> None:
     linux = cfg()["linux"]
     assert set(linux["maskedPaths"]) >= {"/proc/kcore", "/proc/keys", "/sys/firmware"}

@@ -3,21 +3,27 @@ put_archive): on a real filesystem, with the hostile content a container can lea
 
 from __future__ import annotations
 
-import ctypes
 import io
 import os
-import signal
 import stat
 import tarfile
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 
 import pytest
+from helpers.fsrace import (  # noqa: F401  (no_fd_leak, no_hang: autouse fixtures)
+    deep_tree,
+    exchange,
+    no_fd_leak,
+    no_hang,
+    open_fds,
+)
+from helpers.fsrace import tar_entries as read
 
 from assay._internal.firewall.check import FirewallLimits, Rejected, check
+from assay._internal.fstree.tarout import TarOut
 from assay._internal.runtime.oci import hosttar
 from assay._internal.runtime.oci.hosttar import MAX_DEPTH, extract_tar, write_tar
 from assay.errors import ArchiveTooLargeError, EngineError
@@ -30,72 +36,11 @@ NEWLINE = "new\nline.txt"
 PASSWD = Path("/etc/passwd").read_bytes()
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_RENAME_EXCHANGE = 2
-
-
-def exchange(a: Path, b: Path) -> None:
-    """Swap two names atomically (renameat2 RENAME_EXCHANGE): each always exists."""
-    if _libc.renameat2(-100, bytes(a), -100, bytes(b), _RENAME_EXCHANGE) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err), str(a))
-
-
-def _fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
-
-
-@pytest.fixture(autouse=True)
-def _no_fd_leak() -> Iterator[None]:
-    before = _fds()
-    yield
-    assert _fds() == before
-
-
-@pytest.fixture(autouse=True)
-def _no_hang() -> Iterator[None]:
-    """A FIFO that is opened blocks forever: fail the test instead of hanging the suite."""
-
-    def expired(signum: int, frame: FrameType | None) -> None:
-        raise TimeoutError("hung (a FIFO opened?)")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(30)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
-
-
 def archive(base: Path, rel: str, cap: int = 1 << 30) -> bytes:
     sink = io.BytesIO()
     n = write_tar(base, rel, sink, cap)
     assert n == len(sink.getvalue())
     return sink.getvalue()
-
-
-def read(data: bytes) -> dict[str, tuple[str, bytes | str, tarfile.TarInfo]]:
-    """name -> (kind, content or link target, member)."""
-    out: dict[str, tuple[str, bytes | str, tarfile.TarInfo]] = {}
-    with tarfile.open(
-        fileobj=io.BytesIO(data), mode="r:", encoding="utf-8", errors="surrogateescape"
-    ) as tf:
-        for m in tf:
-            assert m.name not in out, m.name
-            if m.isdir():
-                out[m.name] = ("dir", b"", m)
-            elif m.issym():
-                out[m.name] = ("symlink", m.linkname, m)
-            elif m.isfifo():
-                assert m.size == 0, m
-                out[m.name] = ("fifo", b"", m)
-            elif m.islnk():
-                out[m.name] = ("hardlink", m.linkname, m)
-            else:
-                assert m.isreg(), m
-                f = tf.extractfile(m)
-                assert f is not None
-                out[m.name] = ("file", f.read(), m)
-    return out
 
 
 def snapshot(top: Path) -> dict[str, tuple[str, bytes | str, int]]:
@@ -344,31 +289,16 @@ def test_a_sparse_huge_file_is_refused_unread(tmp_path: Path) -> None:
     assert sink.getvalue() == b""
 
 
-def _deep(base: Path, levels: int, name: str) -> None:
-    """`levels` nested directories `name` under `base`, made relative to fds (deeper than PATH_MAX
-    allows by path), with a file at the bottom."""
-    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for _ in range(levels):
-            os.mkdir(name, dir_fd=fd)
-            nxt = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        os.close(os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
-    finally:
-        os.close(fd)
-
-
 def _open_fds_peak(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Record how many fds are open each time the reader lists a directory."""
     seen: list[int] = []
-    names = hosttar._names
+    names = TarOut._names
 
-    def counting(dir_fd: int, arcname: str, out: hosttar._Counted) -> list[str]:
-        seen.append(_fds())
-        return names(dir_fd, arcname, out)
+    def counting(self: TarOut, dir_fd: int, shown: str) -> list[str]:
+        seen.append(open_fds())
+        return names(self, dir_fd, shown)
 
-    monkeypatch.setattr(hosttar, "_names", counting)
+    monkeypatch.setattr(TarOut, "_names", counting)
     return seen
 
 
@@ -380,10 +310,10 @@ def test_a_tree_deeper_than_the_reader_goes_is_archived_to_its_bound_for_the_fir
     It is archived down to the bound, the directory there as its header alone (never opened), so
     the firewall refuses the archive by its `depth` rule, as it does Docker's archive of it."""
     (tmp_path / "ws").mkdir()
-    _deep(tmp_path / "ws", MAX_DEPTH + 5, name)
+    deep_tree(tmp_path / "ws", MAX_DEPTH + 5, name)
     peaks = _open_fds_peak(monkeypatch)
     data = archive(tmp_path, "ws")
-    assert max(peaks) - _fds() <= MAX_DEPTH + 1  # one fd per level, never more
+    assert max(peaks) - open_fds() <= MAX_DEPTH + 1  # one fd per level, never more
     names = [m.name for m in tarfile.open(fileobj=io.BytesIO(data), mode="r:")]
     depths = [n.count("/") for n in names]
     assert max(depths) == MAX_DEPTH  # "ws" then MAX_DEPTH levels: the last one not descended

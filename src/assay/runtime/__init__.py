@@ -47,7 +47,7 @@ from assay._internal.runtime.base import (
     Runtime,
     Scratch,
 )
-from assay._internal.runtime.docker import START_DOCKER_FIX
+from assay._internal.runtime.dockerengine import START_DOCKER_FIX
 from assay._internal.runtime.engine import BACKENDS, DEFAULT_BACKEND, OCI_RUNTIMES, open_runtime
 from assay._internal.runtime.images import DEFAULT_BASE_IMAGE
 

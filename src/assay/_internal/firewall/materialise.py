@@ -3,7 +3,10 @@
 Defence in depth: the input must be the firewall's normalised form exactly (every header is
 regenerated and compared byte for byte, paths strictly ascending, every parent created by an
 earlier member), names are re-checked, and every file is created relative to a directory fd with
-O_NOFOLLOW | O_EXCL, so a symlink can never be followed nor an existing file replaced.
+O_NOFOLLOW | O_EXCL, so a symlink can never be followed nor an existing file replaced. The
+directory fds, the copy and the modes (`NORMALISED`) are `assay._internal.fstree`'s; unlike its
+tar writer, nothing here ever makes room for a member: the directory is fresh and empty, so an
+entry already at a member's name means the input is not what `check` wrote.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from assay._internal.firewall.tarnames import Catalogue, NameBudget, check_compa
 from assay._internal.firewall.tarread import Member, read_members
 from assay._internal.firewall.tarwrite import header
 from assay._internal.firewall.treelinks import check_contained, link_target
+from assay._internal.fstree.copy import copy_into
+from assay._internal.fstree.dirfd import CREATE, DIR, Parents, TreeError, descend
+from assay._internal.fstree.policy import NORMALISED
 from assay.errors import FirewallError
 
 __all__ = ["FirewallError", "materialise", "read_materialised"]
 
-_CHUNK = 2**20
 _UNBOUNDED = 2**63
 _NAME_RULES_ONLY = replace(
     DEFAULT_LIMITS,
@@ -34,8 +39,6 @@ _NAME_RULES_ONLY = replace(
     # directories, now members, would count twice.
     max_name_bytes=_UNBOUNDED,
 )
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class _Plain:
@@ -76,10 +79,10 @@ def materialise(
     """
     limits = limits or _NAME_RULES_ONLY
     try:
-        root = os.open(dest, _DIR_FLAGS)
+        root = os.open(dest, DIR)
     except OSError as exc:
         raise FirewallError(f"cannot open {dest} as a directory: {exc.strerror}") from None
-    stack = _DirStack(root)
+    stack = Parents(root)
     try:
         if os.listdir(root):
             raise FirewallError(f"{dest} is not empty; materialise only into a fresh directory")
@@ -89,13 +92,14 @@ def materialise(
             f"not a safe normalised archive: {violation.rule} at "
             f"{violation.member or '<archive>'}: {violation.detail}"
         ) from None
-    except OSError as exc:
+    except (OSError, TreeError) as exc:
         raise FirewallError(f"materialising into {dest} failed: {exc}") from None
     finally:
         stack.close()
+        os.close(root)
 
 
-def _write_all(src: _Plain, stack: _DirStack, limits: FirewallLimits, links: bool) -> None:
+def _write_all(src: _Plain, stack: Parents, limits: FirewallLimits, links: bool) -> None:
     previous = ""
     written: dict[str, str] = {}
     count = total = 0
@@ -122,9 +126,9 @@ def _write_all(src: _Plain, stack: _DirStack, limits: FirewallLimits, links: boo
         parent = stack.enter(parts[:-1])
         if member.kind == "dir":
             os.mkdir(parts[-1], 0o700, dir_fd=parent)
-            fd = os.open(parts[-1], _DIR_FLAGS, dir_fd=parent)
+            fd = os.open(parts[-1], DIR, dir_fd=parent)
             try:
-                os.fchmod(fd, 0o755)
+                os.fchmod(fd, NORMALISED.mode(member.mode, directory=True))
             finally:
                 os.close(fd)
         elif member.kind == "symlink":
@@ -145,7 +149,7 @@ def _canonical_parts(member: Member, limits: FirewallLimits, links: bool) -> tup
     parts = split_name(member.name, limits, is_dir=member.kind == "dir")
     if not parts:
         raise Violation("empty-name", "the archive root appears as a member.", member.display)
-    mode = 0o755 if member.kind == "dir" or member.mode & 0o111 else 0o644
+    mode = NORMALISED.mode(member.mode, directory=member.kind == "dir")
     target = ""
     if member.kind == "symlink":
         mode, target = 0o777, member.linkname.decode("utf-8", "surrogateescape")
@@ -158,19 +162,11 @@ def _canonical_parts(member: Member, limits: FirewallLimits, links: bool) -> tup
 
 
 def _write_file(src: _Plain, member: Member, name: str, parent: int) -> None:
-    mode = 0o755 if member.mode & 0o111 else 0o644
-    fd = os.open(name, _FILE_FLAGS, 0o600, dir_fd=parent)
+    fd = os.open(name, CREATE, 0o600, dir_fd=parent)
     try:
-        remaining = member.size
-        while remaining:
-            chunk = src.read(min(_CHUNK, remaining))
-            if not chunk:
-                raise Violation("truncated", "the archive ends inside a file.", member.display)
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(fd, view) :]
-            remaining -= len(chunk)
-        os.fchmod(fd, mode)
+        if copy_into(fd, src.read, member.size) != member.size:
+            raise Violation("truncated", "the archive ends inside a file.", member.display)
+        os.fchmod(fd, NORMALISED.mode(member.mode))
     finally:
         os.close(fd)
     padding = src.read(-member.size % 512)
@@ -182,36 +178,14 @@ def read_materialised(root: Path, path: str) -> bytes:
     """One file of a tree materialise() wrote, opened component by component from directory fds:
     no full path is ever formed (PATH_MAX does not apply) and no link is followed."""
     *dirs, name = path.split("/")
-    stack = _DirStack(os.open(root, _DIR_FLAGS))
+    top = os.open(root, DIR)
     try:
-        parent = stack.enter(tuple(dirs))
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
-        with os.fdopen(fd, "rb") as fh:
-            return fh.read()
+        parent = descend(top, tuple(dirs))
     finally:
-        stack.close()
-
-
-class _DirStack:
-    """Open directory fds for the current path, so every open is relative and follows no link."""
-
-    def __init__(self, root: int) -> None:
-        self._names: list[str] = []
-        self._fds = [root]
-
-    def enter(self, parts: tuple[str, ...]) -> int:
-        keep = 0
-        while keep < min(len(parts), len(self._names)) and parts[keep] == self._names[keep]:
-            keep += 1
-        while len(self._names) > keep:
-            self._names.pop()
-            os.close(self._fds.pop())
-        for name in parts[keep:]:
-            self._fds.append(os.open(name, _DIR_FLAGS, dir_fd=self._fds[-1]))
-            self._names.append(name)
-        return self._fds[-1]
-
-    def close(self) -> None:
-        for fd in reversed(self._fds):
-            os.close(fd)
-        self._fds.clear()
+        os.close(top)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    finally:
+        os.close(parent)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read()

@@ -1,29 +1,26 @@
-"""The Docker backend (docker-py). All hardening of real containers is decided here."""
+"""The Docker backend (docker-py): the engine calls of the `Runtime` contract. What a
+container is created with, all its hardening, is decided in dockerconfig.py; what a grading
+leaves on the engine is found and removed by dockergc.py; its cgroup is the cgroup layer's."""
 
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from functools import wraps
-from pathlib import Path
 from typing import Any, BinaryIO, ParamSpec, TypeVar
 
 import docker
 import docker.errors
 import requests.exceptions
 from docker.models.containers import _create_container_args
-from docker.types import LogConfig, Mount
+from docker.types import Mount
 
 from assay.errors import EngineUnavailableError
 
+from . import cgroup, dockerconfig, dockergc
 from .base import (
-    AGENT_UID,
-    LABEL,
-    ROLE_LABEL,
     ArchiveTooLarge,
     CensusUnavailable,
     ContainerSpec,
@@ -31,95 +28,22 @@ from .base import (
     ExecResult,
     RuntimeError_,
 )
-from .freezer import freeze
+from .dockerconfig import EXEC_USER_LABEL
+from .dockerengine import STUCK_FIX, connect, lost_or_stuck
 from .images import ensure_image_present
 from .oci.seccomp import profile_text
-from .owner import OWNER_LABEL, owner_is_dead, this_owner
+from .owner import this_owner
 
-_CGROUP_EVENTS = (
-    ("pids", "pids/docker/{cid}/pids.events", "max"),
-    ("memory", "memory/docker/{cid}/memory.oom_control", "oom_kill"),
-)
 REMOVE_WAIT_S = 10
-EXEC_USER_LABEL = "assay.exec-user"
-SWITCH_CAPS = ("SETUID", "SETGID", "SETPCAP")
-"""All a `switch_user` container holds: the two to switch uids and the one to empty the
-bounding set first. Held by its root processes only: init and keep-alive (which no other uid
-can signal, trace or open through /proc) and the runner until it drops them. The engine gives
-a root exec capabilities only in a container whose own user is root, and runc refuses a
-privileged exec under no-new-privileges, so init stays root (measured on Docker 20.10)."""
-START_DOCKER_FIX = "run `bash scripts/setup.sh` (installs Docker if needed and starts dockerd)"
-STUCK_FIX = (
-    "a container's runtime shim stopped answering (see the engine's log); the engine frees it "
-    "when dockerd restarts, and `assay gc` then removes what is left"
-)
-
 
 LOG = logging.getLogger("assay")
-FREEZER = Path("/sys/fs/cgroup/freezer/docker")
+CGROUP_PARENT = "docker"
+"""The engine's cgroupfs layout: a container's group is /sys/fs/cgroup/<controller>/docker/<id>
+(a local engine on a cgroup v1 host; elsewhere there are no such files)."""
 
 
-def _cgroup_census(cid: str) -> frozenset[int] | None:
-    """The container's processes from the local cgroup v1 freezer: frozen (a process cannot
-    fork past the list while it is read), listed, thawed. About a millisecond, against ~60 ms
-    for the engine's pause, top and unpause. None where the files do not exist."""
-    group = FREEZER / cid
-    state = group / "freezer.state"
-    if not state.is_file():
-        return None
-    try:
-        if not _freeze(state):  # a process that will not freeze: no census
-            raise RuntimeError_(f"container {cid[:12]} would not freeze for its census")
-        procs = (group / "cgroup.procs").read_text().split()
-    except OSError as exc:
-        raise RuntimeError_(f"census of {cid[:12]}: {exc.strerror}") from exc
-    finally:
-        _thaw(cid)
-    return frozenset(int(p) for p in procs)
-
-
-_freeze = freeze
-
-
-def _kill_cgroup(cid: str) -> int:
-    """SIGKILL, by PID, every process in the container's own cgroup (what the engine's `kill`
-    does through the OCI runtime, when that runtime is what stopped answering); how many. The
-    group is frozen while it is listed and signalled, so no listed process can exit and have
-    its PID reused in between; a group that will not freeze is signalled all the same, a
-    moment after it was listed."""
-    group = FREEZER / cid
-    killed = 0
-    try:
-        _freeze(group / "freezer.state")
-        for pid in (int(p) for p in (group / "cgroup.procs").read_text().split()):
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except ProcessLookupError:
-                pass
-    except (OSError, ValueError):
-        pass  # no local cgroup (a remote engine, cgroup v2), or gone already
-    finally:
-        _thaw(cid)  # a frozen task dies of its SIGKILL once thawed
-    return killed
-
-
-def _thaw(cid: str) -> None:
-    try:
-        (FREEZER / cid / "freezer.state").write_text("THAWED")
-    except OSError:
-        pass  # gone, or never frozen here
-
-
-def connect(timeout: int = 60, max_pool_size: int = 10) -> Any:
-    try:
-        client = docker.from_env(version="auto", timeout=timeout, max_pool_size=max_pool_size)
-        client.ping()
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-        raise EngineUnavailableError(
-            f"no Docker engine answers ({type(exc).__name__})", fix=START_DOCKER_FIX
-        ) from exc
-    return client
+def _cgroup(cid: str) -> cgroup.Cgroup:
+    return cgroup.Cgroup(CGROUP_PARENT, cid)
 
 
 _P = ParamSpec("_P")
@@ -171,77 +95,16 @@ class DockerRuntime:
     def create(self, spec: ContainerSpec) -> str:
         if spec.switch_user and not spec.hardened:
             raise RuntimeError_("switch_user is only for a hardened container")
-        exec_user = "0:0" if spec.switch_user else spec.user
-        labels = {
-            LABEL: spec.grading_id,
-            ROLE_LABEL: spec.role,
-            OWNER_LABEL: this_owner(),
-            EXEC_USER_LABEL: exec_user,
-        }
-        mounts = [
-            Mount(target=b.target, source=str(b.source), type="bind", read_only=b.read_only)
-            for b in spec.binds
-        ]
+        labels = dockerconfig.labels(spec, this_owner())
+        mounts = dockerconfig.binds(spec)
         try:
             for s in spec.scratch:
-                vol = self._client.volumes.create(
-                    driver="local",
-                    driver_opts={
-                        "type": "tmpfs",
-                        "device": "tmpfs",
-                        "o": f"size={s.size_bytes},uid={AGENT_UID},gid={AGENT_UID},mode=0755",
-                    },
-                    labels=labels,
-                )
+                vol = self._client.volumes.create(**dockerconfig.scratch_volume(s), labels=labels)
                 mounts.append(Mount(target=s.target, source=vol.name, type="volume"))
-            lim = spec.limits
-            kwargs: dict[str, Any] = {
-                "command": list(spec.command),
-                "labels": labels,
-                "mounts": mounts,
-                "environment": dict(spec.env),
-                "working_dir": spec.workdir,
-                "init": spec.init,
-                "detach": True,
-                "mem_limit": lim.memory_bytes,
-                "memswap_limit": lim.memory_bytes,
-                "pids_limit": lim.pids,
-                "nano_cpus": int(lim.cpus * 1e9),
-                # Nothing a container prints is ever read: with any other driver, a flood
-                # written to init's stdout costs the engine host CPU outside every quota.
-                "log_config": LogConfig(type="none"),
-            }
-            if spec.hardened:
-                kwargs.update(
-                    # Init and its keep-alive run as root with no capabilities, so the
-                    # candidate's uid cannot open their fds through /proc (a flood into
-                    # the engine's stdout pipe) or kill them to end the container. Every
-                    # exec names the spec's user instead (see `exec`). A container whose
-                    # command is its init (`init=False`) has no keep-alive to protect: its
-                    # command runs as the spec's user, and the container ends with it.
-                    user="0:0" if spec.init else spec.user,
-                    read_only=True,
-                    cap_drop=["ALL"],
-                    security_opt=["no-new-privileges", self._seccomp],
-                    network_mode="none",
-                    # "exec": the engine adds noexec unless told otherwise, and the runc backend
-                    # mounts /tmp exec; a task must grade the same on both.
-                    tmpfs={"/tmp": f"size={lim.tmp_bytes},mode=1777,exec,nosuid,nodev"},
-                    ulimits=[docker.types.Ulimit(name="core", soft=0, hard=0)],
-                )
-                if spec.switch_user:
-                    kwargs["cap_add"] = list(SWITCH_CAPS)
-            else:
-                kwargs.update(user=spec.user, network_mode=spec.network)
-            if spec.mounts_of is not None:
-                kwargs["volumes_from"] = [spec.mounts_of]
-            if self._oci_runtime:
-                kwargs["runtime"] = self._oci_runtime
-            if self._oci_runtime == "runsc":
-                # Debian's runsc (2022-12) fails to start any container given a pids cgroup
-                # limit. Inside gVisor every task lives in the one sandbox process, so the
-                # memory limit bounds a fork bomb instead (docs/security.md).
-                del kwargs["pids_limit"]
+            kwargs = dockerconfig.create_args(
+                spec, labels=labels, mounts=mounts, seccomp=self._seccomp,
+                oci_runtime=self._oci_runtime,
+            )  # fmt: skip
             # What `containers.create` does, without its inspect of the new container: one
             # engine call less per container.
             kwargs.update(image=spec.image, version=self._api._version)
@@ -253,7 +116,7 @@ class DockerRuntime:
             ) from exc
         except docker.errors.APIError as exc:
             raise RuntimeError_(f"could not create the {spec.role} container: {exc}") from exc
-        self._users[cid] = exec_user
+        self._users[cid] = dockerconfig.exec_user(spec)
         return cid
 
     def _exec_user(self, cid: str) -> str:
@@ -299,7 +162,10 @@ class DockerRuntime:
             return
         except requests.exceptions.ReadTimeout as exc:
             stuck = self._lost_or_stuck(f"remove {cid[:12]}", exc)
-            if not isinstance(stuck, ContainerStuckError) or not (n := _kill_cgroup(cid)):
+            # A stuck container's own processes are killed by PID from its cgroup: what the
+            # engine's `kill` does through the OCI runtime, when that runtime is what stopped
+            # answering.
+            if not isinstance(stuck, ContainerStuckError) or not (n := _cgroup(cid).kill()):
                 raise stuck from exc
         LOG.warning(
             "container %s: the engine did not stop it within its timeout; "
@@ -322,7 +188,8 @@ class DockerRuntime:
 
     def _remove(self, cid: str) -> None:
         self._users.pop(cid, None)
-        _thaw(cid)  # a controller killed mid-census must not leave it frozen behind the engine
+        # A controller killed mid-census must not leave it frozen behind the engine.
+        _cgroup(cid).thaw()
         if cid in self._paused:
             # Removing a frozen container makes some runtimes wait out a stop timeout.
             self._paused.discard(cid)
@@ -530,20 +397,7 @@ class DockerRuntime:
         """How often the container hit its pids and memory ceilings, read from the host's
         cgroup files. Only a local engine exposes them; elsewhere this returns {} and the
         verdict names the symptom (time, crash) instead of the limit."""
-        events: dict[str, int] = {}
-        for name, rel, key in _CGROUP_EVENTS:
-            for pattern in (f"/sys/fs/cgroup/{rel}", f"/sys/fs/cgroup/{rel.split('/', 1)[1]}"):
-                path = Path(pattern.format(cid=cid))
-                try:
-                    text = path.read_text()
-                except OSError:
-                    continue
-                for line in text.splitlines():
-                    k, _, v = line.partition(" ")
-                    if k == key and v.strip().isdigit():
-                        events[name] = int(v)
-                break
-        return events
+        return cgroup.limit_events(CGROUP_PARENT, cid)
 
     def processes(self, cid: str) -> list[tuple[int, str]]:
         # `docker top` runs ps on the host over the container's cgroup: the candidate cannot
@@ -564,9 +418,9 @@ class DockerRuntime:
             # Inside gVisor every task lives in the sandbox; `docker top` does not list them
             # (Debian's runsc 2022-12 shows its own helpers), so there is no outside view.
             raise CensusUnavailable("runsc: a container's processes cannot be listed from outside")
-        frozen = _cgroup_census(cid)
-        if frozen is not None:
-            return frozen
+        group = _cgroup(cid)
+        if group.freezable():
+            return group.census()
         # No local cgroup files (a remote engine, cgroup v2): the engine freezes and lists.
         self.pause(cid)
         try:
@@ -580,82 +434,23 @@ class DockerRuntime:
             self._digests[image] = ensure_image_present(self._client, image)
         return self._digests[image]
 
-    # -- garbage ---------------------------------------------------------------------------
-
-    def _filters(self, grading_id: str | None) -> dict[str, str]:
-        return {"label": f"{LABEL}={grading_id}" if grading_id else LABEL}
+    # -- garbage (dockergc.py) -------------------------------------------------------------
 
     @_engine_loss("sweep")
     def sweep(self, grading_id: str | None = None) -> int:
-        """Remove everything labelled for the grading; one stuck object does not stop the rest,
-        and every failure is reported together at the end."""
-        n, failures = 0, []
-        for c in self._api.containers(all=True, filters=self._filters(grading_id)):
-            try:
-                self.remove(c["Id"])
-                n += 1
-            except ContainerStuckError as exc:
-                if exc.removed:
-                    n += 1  # gone all the same; `remove` logged how
-                else:
-                    failures.append(str(exc))
-            except RuntimeError_ as exc:
-                failures.append(str(exc))
-        vols = self._api.volumes(filters=self._filters(grading_id)).get("Volumes") or []
-        for v in vols:
-            try:
-                self._remove_volume(v["Name"])
-                n += 1
-            except RuntimeError_ as exc:
-                failures.append(str(exc))
-        if failures:
-            raise RuntimeError_(
-                f"{len(failures)} object(s) could not be removed: " + "; ".join(failures[:3]),
-                fix="see the engine's log; `assay gc --all` retries",
-            )
-        return n
-
-    def _remove_volume(self, name: str) -> None:
-        # gVisor unmounts a sandbox's volumes a moment after the container is gone.
-        for attempt in range(50):
-            try:
-                self._api.remove_volume(name, force=True)
-                return
-            except docker.errors.NotFound:
-                return
-            except docker.errors.APIError as exc:
-                if "active mounts" not in str(exc) or attempt == 49:
-                    raise RuntimeError_(f"could not remove volume {name[:12]}: {exc}") from exc
-                time.sleep(0.1)
+        return dockergc.sweep(self._api, self.remove, grading_id)
 
     @_engine_loss("gradings")
     def gradings(self) -> set[str]:
-        items = self._api.containers(all=True, filters=self._filters(None))
-        items += self._api.volumes(filters=self._filters(None)).get("Volumes") or []
-        return {gid for item in items if (gid := (item.get("Labels") or {}).get(LABEL))}
+        return dockergc.gradings(self._api)
 
     @_engine_loss("orphans")
     def orphans(self) -> set[str]:
-        """Grading ids whose every labelled container or volume belongs to a dead controller."""
-        found: dict[str, bool] = {}
-        items = self._api.containers(all=True, filters=self._filters(None))
-        items += self._api.volumes(filters=self._filters(None)).get("Volumes") or []
-        for item in items:
-            labels = item.get("Labels") or {}
-            gid = labels.get(LABEL)
-            if gid:
-                dead = owner_is_dead(labels.get(OWNER_LABEL, ""))
-                found[gid] = found.get(gid, True) and dead is True
-        return {gid for gid, dead in found.items() if dead}
+        return dockergc.orphans(self._api)
 
     @_engine_loss("leftovers")
     def leftovers(self, grading_id: str | None = None) -> list[str]:
-        f = self._filters(grading_id)
-        names = [f"container:{c['Id'][:12]}" for c in self._api.containers(all=True, filters=f)]
-        vols = self._api.volumes(filters=f).get("Volumes") or []
-        names += [f"volume:{v['Name'][:12]}" for v in vols]
-        names += [f"network:{n['Name']}" for n in self._api.networks(filters=f)]
-        return names
+        return dockergc.leftovers(self._api, grading_id)
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -668,20 +463,4 @@ class DockerRuntime:
             raise self._lost_or_stuck(what, exc) from exc
 
     def _lost_or_stuck(self, what: str, exc: Exception) -> RuntimeError_ | EngineUnavailableError:
-        """A call that ran out of time while the engine still answers a ping is one container
-        stuck in the engine, not a lost engine: that grading fails and a batch goes on, where a
-        lost engine stops it."""
-        if isinstance(exc, requests.exceptions.ReadTimeout):
-            try:
-                answers = bool(self._api.ping())
-            except (requests.exceptions.RequestException, docker.errors.DockerException):
-                answers = False
-            if answers:
-                return ContainerStuckError(
-                    f"{what}: the engine answers, but not this call within its timeout "
-                    f"({type(exc).__name__}): a container is stuck in the engine",
-                    fix=STUCK_FIX,
-                )
-        return EngineUnavailableError(
-            f"{what}: lost the Docker engine ({type(exc).__name__})", fix=START_DOCKER_FIX
-        )
+        return lost_or_stuck(self._api, what, exc)

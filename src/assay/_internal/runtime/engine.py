@@ -18,7 +18,8 @@ from typing import Any, Literal
 from assay.errors import BackendUnavailableError, UsageError
 
 from .base import Runtime
-from .docker import DockerRuntime, connect
+from .docker import DockerRuntime
+from .dockerengine import connect
 
 Backend = Literal["runc", "runsc", "docker", "docker-runsc"]
 BACKENDS: tuple[Backend, ...] = ("runc", "runsc", "docker", "docker-runsc")

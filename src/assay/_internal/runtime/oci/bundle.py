@@ -98,11 +98,18 @@ def process(
     caps: Sequence[str],
     no_new_privileges: bool,
     nofile: int = NOFILE,
+    nproc: int | None = None,
 ) -> dict[str, Any]:
     """A process object (the container's main one, or an exec's `--process` file). `nofile`
     may not exceed the controller's own hard limit: runc cannot raise it (Docker's containers
-    inherit dockerd's)."""
+    inherit dockerd's). `nproc`, if given, is its RLIMIT_NPROC."""
     uid, gid = user_ids(user)
+    rlimits = [
+        {"type": "RLIMIT_CORE", "hard": 0, "soft": 0},
+        {"type": "RLIMIT_NOFILE", "hard": nofile, "soft": nofile},
+    ]
+    if nproc is not None:
+        rlimits.append({"type": "RLIMIT_NPROC", "hard": nproc, "soft": nproc})
     return {
         "terminal": False,
         "user": {"uid": uid, "gid": gid, "additionalGids": [gid]},
@@ -110,10 +117,7 @@ def process(
         "env": [f"{k}={v}" for k, v in env.items()],
         "cwd": cwd,
         "capabilities": caps_block(caps),
-        "rlimits": [
-            {"type": "RLIMIT_CORE", "hard": 0, "soft": 0},
-            {"type": "RLIMIT_NOFILE", "hard": nofile, "soft": nofile},
-        ],
+        "rlimits": rlimits,
         "noNewPrivileges": no_new_privileges,
     }
 
@@ -216,9 +220,14 @@ def config(
     cgroups_path: str,
     hostname: str,
     nofile: int = NOFILE,
+    cgroup_pids: int | None = None,
+    nproc: int | None = None,
 ) -> dict[str, Any]:
     """The config.json of `spec`'s container. `seccomp` is the `linux.seccomp` object for the
-    capabilities its processes may hold (Docker's default profile, converted)."""
+    capabilities its processes may hold (Docker's default profile, converted). The cgroup's
+    pids limit is the spec's unless `cgroup_pids` says otherwise, and `nproc` is the main
+    process's RLIMIT_NPROC (a runtime whose host cgroup counts its own threads limits the
+    container's tasks that way: `client.Flavour.pids_backstop`)."""
     if spec.switch_user and not spec.hardened:
         raise ValueError("switch_user is only for a hardened container")
     env = {**image_env, **spec.env}
@@ -243,7 +252,7 @@ def config(
     resources: dict[str, Any] = {
         "devices": [{"allow": False, "access": "rwm"}],
         "memory": {"limit": lim.memory_bytes, "swap": lim.memory_bytes},
-        "pids": {"limit": lim.pids},
+        "pids": {"limit": lim.pids if cgroup_pids is None else cgroup_pids},
         "cpu": {"quota": int(lim.cpus * CPU_PERIOD_US), "period": CPU_PERIOD_US},
     }
     linux: dict[str, Any] = {
@@ -264,6 +273,7 @@ def config(
             caps=main_caps,
             no_new_privileges=spec.hardened,
             nofile=nofile,
+            nproc=nproc,
         ),
         "root": {"path": host.rootfs, "readonly": spec.hardened},
         "hostname": hostname,

@@ -1,5 +1,6 @@
-"""The host side of the runc backend: mounts, cgroup v1 files, and the on-disk state that
-outlives a controller killed with SIGKILL (what `assay gc` reads)."""
+"""The host side of the runc backend: mounts, where its containers' cgroups are (the cgroup
+layer, `..cgroup`, does the rest), and the on-disk state that outlives a controller killed
+with SIGKILL (what `assay gc` reads)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import ctypes
 import ctypes.util
 import json
 import os
-import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,13 +15,12 @@ from typing import Any
 
 from assay.errors import EngineError
 
-from .. import freezer
+from ..cgroup import Cgroup
 
 STATE_ROOT = Path("/run/assay/oci")
 """On tmpfs: a reboot empties it, as it ends every container it describes."""
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-CGROUP_PARENT = "assay"
-CONTROLLERS = ("memory", "pids", "cpu", "cpuacct", "cpuset", "devices", "freezer", "blkio")
+INIT_BINARIES = ("/usr/bin/tini-static", "/usr/bin/docker-init")
+"""Where a host's static init may be, first found first: bound into a container with an init."""
 
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 MNT_DETACH = 2
@@ -58,112 +57,18 @@ def mounted_under(prefix: Path) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
-# -- cgroups (v1, runc's cgroupfs layout: /sys/fs/cgroup/<controller>/assay/<id>) --------------
+# -- cgroups (runc's cgroupfs layout: /sys/fs/cgroup/<controller>/assay/<id>) ---------------
+
+CGROUP_PARENT = "assay"
 
 
 def cgroup_path(cid: str) -> str:
+    """The container's `cgroupsPath` in its config.json."""
     return f"/{CGROUP_PARENT}/{cid}"
 
 
-def cgroup_dir(controller: str, cid: str) -> Path:
-    return CGROUP_ROOT / controller / CGROUP_PARENT / cid
-
-
-def cgroup_leftovers(cid: str | None = None) -> list[Path]:
-    """The backend's cgroup directories still on the host (of one container, or all)."""
-    found = []
-    for ctl in CONTROLLERS:
-        parent = CGROUP_ROOT / ctl / CGROUP_PARENT
-        if cid is not None:
-            if (parent / cid).is_dir():
-                found.append(parent / cid)
-        elif parent.is_dir():
-            found.extend(p for p in parent.iterdir() if p.is_dir())
-    return found
-
-
-def remove_cgroups(cid: str) -> None:
-    for path in cgroup_leftovers(cid):
-        try:
-            path.rmdir()
-        except OSError:
-            pass  # still has a task: the next sweep tries again
-
-
-def read_counter(path: Path, key: str) -> int:
-    try:
-        text = path.read_text()
-    except OSError:
-        return 0
-    for line in text.splitlines():
-        k, _, v = line.partition(" ")
-        if k == key and v.strip().isdigit():
-            return int(v)
-    return 0
-
-
-def limit_events(cid: str) -> dict[str, int]:
-    return {
-        "pids": read_counter(cgroup_dir("pids", cid) / "pids.events", "max"),
-        "memory": read_counter(cgroup_dir("memory", cid) / "memory.oom_control", "oom_kill"),
-    }
-
-
-def procs(cid: str) -> list[int]:
-    try:
-        text = (cgroup_dir("pids", cid) / "cgroup.procs").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split() if p.isdigit()]
-
-
-def freeze(cid: str) -> bool:
-    """Freeze the container's freezer group; False if it would not hold FROZEN in time."""
-    try:
-        return freezer.freeze(cgroup_dir("freezer", cid) / "freezer.state")
-    except OSError as exc:
-        raise EngineError(f"freeze {cid[:12]}: {exc.strerror}") from exc
-
-
-def thaw(cid: str) -> None:
-    try:
-        (cgroup_dir("freezer", cid) / "freezer.state").write_text("THAWED")
-    except OSError:
-        pass
-
-
-def frozen_procs(cid: str) -> list[int]:
-    """Every pid of the container, listed while its group is frozen (no fork past the list)."""
-    if not freeze(cid):
-        thaw(cid)
-        raise EngineError(f"container {cid[:12]} would not freeze for its census")
-    try:
-        text = (cgroup_dir("freezer", cid) / "cgroup.procs").read_text()
-    except OSError as exc:
-        raise EngineError(f"census of {cid[:12]}: {exc.strerror}") from exc
-    finally:
-        thaw(cid)
-    return [int(p) for p in text.split() if p.isdigit()]
-
-
-def kill_cgroup(cid: str) -> int:
-    """SIGKILL every process of the container by PID while its group is frozen (no pid can be
-    reused between list and signal); how many."""
-    killed = 0
-    try:
-        freeze(cid)
-        text = (cgroup_dir("freezer", cid) / "cgroup.procs").read_text()
-        for pid in (int(p) for p in text.split() if p.isdigit()):
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except ProcessLookupError:
-                pass
-    except (OSError, EngineError):
-        pass  # no group (never started, or gone)
-    finally:
-        thaw(cid)
-    return killed
+def cgroup(cid: str) -> Cgroup:
+    return Cgroup(CGROUP_PARENT, cid)
 
 
 # -- state that outlives the controller ----------------------------------------------------

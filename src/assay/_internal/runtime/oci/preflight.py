@@ -13,8 +13,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .host import CGROUP_ROOT
-from .runtime import INIT_BINARIES
+from ..cgroup import CGROUP_ROOT
+from .host import INIT_BINARIES
 
 NEEDED_CONTROLLERS = ("memory", "pids", "cpu", "freezer", "devices")
 

@@ -1,5 +1,8 @@
 """The runsc backend: gVisor's runsc driven directly, as the runc backend drives runc (no
-daemon; the same bundle, rootfs, host tmpfs mounts, cgroup directories and on-disk state).
+daemon; the same lifecycle, bundle, rootfs, host tmpfs mounts, cgroup directories and on-disk
+state). What differs from runc is data, `RUNSC` (a `client.Flavour`), which the one
+`OciRuntime` acts on; `RunscRuntime` is that runtime under its own name. Here too: whether
+this host's runsc can enforce every limit (`runsc_problems`).
 
 What differs from runc, and how each limit still holds:
 
@@ -33,20 +36,16 @@ What differs from runc, and how each limit still holds:
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.errors import CensusUnavailableError, EngineError
-
-from ..base import ContainerSpec
 from . import host
+from .client import Flavour, version
 from .preflight import HostFacts, host_facts, problems
 from .rootfs import RootfsCache
-from .runtime import STOP_WAIT_S, OciRuntime
+from .runtime import OciRuntime
 
 EXEC_SECCOMP_RELEASE = 20260330
 """The first runsc release whose `runsc exec` processes get the OCI seccomp filter."""
@@ -55,9 +54,30 @@ HOST_PIDS_PER_TASK = 32
 """The host pids backstop: an idle sandbox holds about 50 host tasks, and 32 sleeping tasks
 about 300 (ptrace platform, 2 CPUs); the backstop only has to bound a runaway."""
 
+RUNSC = Flavour(
+    name="runsc",
+    global_flags=("--oci-seccomp",),
+    run_flags=(),  # runsc's `run` has no `--keep`
+    chooses_network=True,
+    pids_backstop=(HOST_PIDS_BASE, HOST_PIDS_PER_TASK),
+    makes_cgroups=True,
+    hidden_processes="the host sees gVisor's threads, not the container's tasks",
+    start_failure=(
+        "executing command",
+        (
+            "error finding executable",
+            "failed to find initial working directory",
+            "no such file or directory",
+            "permission denied",
+        ),
+    ),
+    dies_first="sandbox",
+)
+"""runsc's differences from runc (module docstring), as `OciRuntime` takes them."""
+
 
 def host_pids(pids: int) -> int:
-    return HOST_PIDS_BASE + HOST_PIDS_PER_TASK * pids
+    return RUNSC.cgroup_pids(pids)
 
 
 def release_of(version_text: str) -> int | None:
@@ -77,16 +97,7 @@ class RunscFacts:
 
 def runsc_facts(binary: str = "runsc") -> RunscFacts:
     facts = host_facts(binary)
-    version = None
-    if facts.binary is not None:
-        try:
-            out = subprocess.run(
-                [facts.binary, "--version"], capture_output=True, timeout=30, check=False
-            )
-            version = out.stdout.decode(errors="replace") if out.returncode == 0 else None
-        except (OSError, subprocess.TimeoutExpired):
-            version = None
-    return RunscFacts(facts, version)
+    return RunscFacts(facts, version(facts.binary) if facts.binary is not None else None)
 
 
 def runsc_problems(facts: RunscFacts, binary: str = "runsc") -> list[str]:
@@ -116,7 +127,8 @@ def runsc_problems(facts: RunscFacts, binary: str = "runsc") -> list[str]:
 
 
 class RunscRuntime(OciRuntime):
-    """Containers run by gVisor's runsc directly, without dockerd (module docstring)."""
+    """Containers run by gVisor's runsc directly, without dockerd: `OciRuntime` with `RUNSC`
+    (module docstring)."""
 
     def __init__(
         self,
@@ -126,99 +138,4 @@ class RunscRuntime(OciRuntime):
         state_root: Path = host.STATE_ROOT,
         cache: RootfsCache | None = None,
     ) -> None:
-        super().__init__(client, binary=binary, state_root=state_root, cache=cache)
-        self._runc_root = state_root / "runsc"
-
-    def _runc(self, *args: str, log: Path | None = None) -> list[str]:
-        self._runc_root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        argv = [self._binary, "--root", str(self._runc_root), "--oci-seccomp"]
-        if log is not None:
-            argv += ["--log", str(log), "--log-format", "json"]
-        return [*argv, *args]
-
-    def _config(self, cid: str) -> dict[str, Any]:
-        cfg: dict[str, Any] = json.loads(
-            (host.state_dir(cid, self._root) / "config.json").read_text()
-        )
-        return cfg
-
-    def create(self, spec: ContainerSpec) -> str:
-        cid = super().create(spec)
-        d = host.state_dir(cid, self._root)
-        try:
-            cfg = self._config(cid)
-            pids = int(cfg["linux"]["resources"]["pids"]["limit"])
-            cfg["linux"]["resources"]["pids"] = {"limit": host_pids(pids)}
-            cfg["process"]["rlimits"].append(_nproc(pids))
-            (d / "config.json").write_text(json.dumps(cfg))
-            # runsc removes the cgroups it created when its sandbox ends, the OOM-kill and
-            # pids counters with them, before the controller can read why it ended. It leaves
-            # a cgroup it found (and sets no limit in it): these two are made, and limited,
-            # here, and removed with the container.
-            memory = int(cfg["linux"]["resources"]["memory"]["limit"])
-            for ctl, values in (
-                ("memory", (("memory.limit_in_bytes", memory),
-                            ("memory.memsw.limit_in_bytes", memory))),
-                ("pids", (("pids.max", host_pids(pids)),)),
-            ):  # fmt: skip
-                group = host.cgroup_dir(ctl, cid)
-                group.mkdir(parents=True, exist_ok=True)
-                for name, value in values:
-                    (group / name).write_text(str(value))
-        except BaseException:
-            self._destroy(cid)
-            raise
-        return cid
-
-    def _run_argv(self, cid: str, d: Path, pid_file: Path, log: Path) -> list[str]:
-        # The network is the sandbox's, chosen when it starts: no network but loopback for a
-        # container with its own network namespace (every hardened one), else the host's.
-        own_netns = any(
-            ns.get("type") == "network" for ns in self._config(cid)["linux"]["namespaces"]
-        )
-        argv = self._runc("run", "--bundle", str(d), "--pid-file", str(pid_file), cid, log=log)
-        argv.insert(1, "--network=none" if own_netns else "--network=host")
-        return argv
-
-    def _could_not_start(self, failure: str) -> bool:
-        return "executing command" in failure and (
-            "error finding executable" in failure
-            or "failed to find initial working directory" in failure
-            or "no such file or directory" in failure
-            or "permission denied" in failure
-        )
-
-    def _stopped(self, shim: subprocess.Popen[bytes], failure: str) -> bool:
-        # `runsc exec` learns of a sandbox that died under it (killed at its memory limit) as
-        # a broken connection, before `runsc run` has noticed and exited: give it that time.
-        if shim.poll() is None and "sandbox" in failure:
-            try:
-                shim.wait(timeout=STOP_WAIT_S)
-            except subprocess.TimeoutExpired:
-                pass
-        return shim.poll() is not None
-
-    def processes(self, cid: str) -> list[tuple[int, str]]:
-        self._meta(cid)
-        out = subprocess.run(self._runc("ps", cid), capture_output=True, timeout=30, check=False)
-        if out.returncode != 0:
-            raise EngineError(
-                f"runsc ps {cid[:12]}: {out.stderr.decode(errors='replace').strip()[:300]}"
-            )
-        rows = []
-        for line in out.stdout.decode(errors="replace").splitlines()[1:]:
-            cols = line.split()
-            if len(cols) >= 7 and cols[1].isdigit():
-                rows.append((int(cols[1]), Path(cols[6]).name))
-        return rows
-
-    def census(self, cid: str) -> frozenset[int]:
-        self._meta(cid)
-        raise CensusUnavailableError(
-            "runsc: a container's processes cannot be listed from outside (the host sees "
-            "gVisor's threads, not the container's tasks)"
-        )
-
-
-def _nproc(pids: int) -> dict[str, Any]:
-    return {"type": "RLIMIT_NPROC", "hard": pids, "soft": pids}
+        super().__init__(client, flavour=RUNSC, binary=binary, state_root=state_root, cache=cache)
