@@ -107,3 +107,31 @@ def test_read_file_names_the_real_cause_of_any_other_failure(tmp_path: Path) -> 
     other = _read_with(OSError("engine socket closed"), tmp_path)
     assert isinstance(other, assay.errors.InfrastructureError)
     assert "OSError: engine socket closed" in str(other) and "larger" not in str(other)
+
+
+class _ExecWontStart(FakeRuntime):
+    """runc could not start the probe at all: its error where the probe's answer would be,
+    exit 126 (Docker's "OCI runtime exec failed"), with the pids ceiling hit or not."""
+
+    def __init__(self, at_pids_limit: bool) -> None:
+        failed = b"OCI runtime exec failed: exec failed: read init-p: connection reset by peer"
+        super().__init__(programs={"sh": lambda c, argv, env: (126, failed, b"")})
+        self.at_pids_limit = at_pids_limit
+
+    def limit_events(self, cid: str) -> dict[str, int]:
+        return {"pids": 3} if self.at_pids_limit else {}
+
+
+@pytest.mark.parametrize("at_pids_limit", [True, False])
+def test_a_probe_that_did_not_run_is_never_read_as_a_kind_of_path(
+    at_pids_limit: bool, tmp_path: Path
+) -> None:
+    """A fork bomb in the session's box made runc's exec fail; its message was read as the
+    probe's answer, and `read_file` said "refused (OCI runtime exec failed ... on the path)"."""
+    rt = _ExecWontStart(at_pids_limit)
+    grader = assay.Grader(runtime=rt, image="img", key=tmp_path / "signing.key")
+    said = "at its pids limit" if at_pids_limit else "probe failed \\(exit 126\\)"
+    with grader.session(ADD) as s:
+        for call in (lambda: s.read_file("solution.py"), lambda: s.write_file("a.py", "")):
+            with pytest.raises(UsageError, match=said):
+                call()

@@ -46,6 +46,9 @@ _WRAP = (
 )
 _KILL = 'g=$(cat -- "$0") && [ -n "$g" ] && kill -KILL -"$g" && rm -f -- "$0" "$1"'
 # Walks the path inside the workspace as the agent's user: a symlink anywhere on it is refused.
+_PROBE_KINDS = frozenset(
+    {"symlink", "missing", "notdir", "dir", "other", "unreadable", "readonly", "file"}
+)
 _PROBE = """
 d=$1; shift; n=$#; i=0
 for c in "$@"; do
@@ -340,7 +343,16 @@ class Session:
     def _probe(self, rt: Runtime, cid: str, parts: list[str]) -> str:
         argv = ("sh", "-c", _PROBE, "probe", self.task.workdir, *parts)
         res = self._raw(rt, cid, argv, _CONTROL_S, 4096)
-        return res.stdout.decode("ascii", "replace").strip()
+        kind = res.stdout.decode("ascii", "replace").strip()
+        if res.exit_code != 0 or kind not in _PROBE_KINDS:
+            # The probe itself did not run. At a ceiling the agent's processes hit, runc may
+            # fail to start the exec at all (a fork bomb: "read init-p: connection reset by
+            # peer", exit 126, printed where the probe's answer would be): that is the
+            # agent's doing, said as such, never read as a kind of path.
+            if hit := ceilings_hit(rt, cid):
+                raise UsageError(f"the container is at its {hit[0]} limit: try again later")
+            raise UsageError(f"the path probe failed (exit {res.exit_code}): {kind[:200]!r}")
+        return kind
 
     # -- grading -----------------------------------------------------------------------------
 
