@@ -272,7 +272,15 @@ def _read_until_closed(s: socket.socket, limit: float) -> tuple[bytes, float]:
     t0 = time.monotonic()
     s.settimeout(limit)
     got = b""
-    while chunk := s.recv(65536):
+    while True:
+        try:
+            chunk = s.recv(65536)
+        except ConnectionResetError:
+            # Closed with bytes of ours unread (a client still dripping its head): the
+            # kernel answers RST, not FIN. What arrived before it is still read above.
+            break
+        if not chunk:
+            break
         got += chunk
         s.settimeout(max(0.01, limit - (time.monotonic() - t0)))
     return got, time.monotonic() - t0
