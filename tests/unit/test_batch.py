@@ -9,6 +9,7 @@ import tarfile
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -656,14 +657,17 @@ def test_a_shared_resource_that_cannot_be_closed_is_left_for_the_next_run(
 
 
 def _disk_full_for(suffix: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = batch.atomic_write
+    # Both writers of the output directory: `publish` (a grading's files), `atomic_write` (the
+    # summary).
+    for name in ("publish", "atomic_write"):
+        real = getattr(batch, name)
 
-    def atomic_write(path: Path, data: bytes) -> None:
-        if path.name.endswith(suffix):
-            raise OSError(28, "No space left on device")
-        real(path, data)
+        def full(path: Path, data: bytes, real: Callable[[Path, bytes], None] = real) -> None:
+            if path.name.endswith(suffix):
+                raise OSError(28, "No space left on device")
+            real(path, data)
 
-    monkeypatch.setattr(batch, "atomic_write", atomic_write)
+        monkeypatch.setattr(batch, name, full)
 
 
 def test_a_verdict_that_cannot_be_written_is_a_named_error_and_graded_again(

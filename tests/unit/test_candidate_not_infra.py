@@ -146,4 +146,8 @@ def test_a_file_object_over_its_raw_cap_is_refused_as_a_verdict_not_a_usage_erro
             taken = g.take_submission(scope, source)
     assert isinstance(taken, Refused) and taken.reason == "limit:artifact-bytes"
     with as_source(io.BytesIO(b"small"), task, GID) as source:
-        assert source.refused is None and source.path is not None  # the firewall judges it
+        assert source.refused is None and source.stream is not None  # the firewall judges it
+        g = Grading(FakeRuntime(), task, "t3", "img", gid=GID)
+        with g.scope() as scope:
+            taken = g.take_submission(scope, source)
+    assert isinstance(taken, Refused) and taken.reason == "firewall:truncated"

@@ -32,7 +32,7 @@ from ..batch.run import (
 from ..environment import ensure_environment
 from ..model.diagnostics import Judged
 from ..model.task import Task, load_task
-from ..model.verdict import Tier, Verdict
+from ..model.verdict import UNSAFE_TIERS, Tier, Verdict
 from ..runtime import Runtime
 from ..runtime.docker import DockerRuntime
 from ..runtime.engine import default_backend, open_runtime
@@ -147,7 +147,9 @@ class Grader:
         judges = self._pool(rt) if self.reuse_judges else None
         gid = new_grading_id()
         try:
-            with as_source(submission, loaded, gid) as source:
+            # The unsafe baselines copy a path into their container as it is.
+            on_disk = chosen in UNSAFE_TIERS
+            with as_source(submission, loaded, gid, as_path=on_disk) as source:
                 judged, _ = run_tier(
                     rt, loaded, source, chosen, self.image, grading_id=gid, judges=judges
                 )

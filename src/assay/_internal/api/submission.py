@@ -1,7 +1,8 @@
 """Turn what a caller hands `Grader.grade` into a `Source` the tiers take.
 
-Every form ends as a path the tier reads through the archive firewall: a mapping or a file
-object is written to a private temp file first, never unpacked by us.
+Every form ends as a tar the tier reads through the archive firewall: a path as it is, a
+mapping or a file object as a tar stream spooled in memory (or, for the unsafe baselines, to a
+private temp file), never unpacked by us.
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Union
+from typing import BinaryIO, Union, cast
 
 from assay.errors import UsageError
 
@@ -24,6 +26,9 @@ from ..tiers.core.controller import Source
 from ..tiers.core.intake import Refused
 
 TOO_LARGE = "limit:artifact-bytes"
+SPOOL_IN_MEMORY = 4 << 20
+"""The most of a mapping's or file object's tar kept in memory; the rest goes to an anonymous
+temp file (the firewall's own spool is the same size)."""
 
 _COPY_CHUNK = 1 << 20
 
@@ -70,9 +75,14 @@ def raw_cap(task: Task) -> int:
 
 
 @contextmanager
-def as_source(submission: Submission, task: Task, grading_id: str) -> Iterator[Source]:
-    """A Source for `submission`; temp files live until the block ends. The temp dir carries
-    the grading id, so a batch that was killed sweeps it on its next run."""
+def as_source(
+    submission: Submission, task: Task, grading_id: str, *, as_path: bool = False
+) -> Iterator[Source]:
+    """A Source for `submission`, valid while the block runs. A mapping or a file object
+    becomes a tar stream in memory (past `SPOOL_IN_MEMORY`, an anonymous temp file that
+    vanishes with the process). `as_path`: a file in a temp dir of the grading instead (named
+    by its id, so a batch that was killed sweeps it on its next run), for the unsafe
+    baselines, which copy a path as it is."""
     if isinstance(submission, Agent):
         directory = None if submission.directory is None else Path(submission.directory)
         yield Source(agent_cmd=submission.command, agent_dir=directory)
@@ -88,28 +98,45 @@ def as_source(submission: Submission, task: Task, grading_id: str) -> Iterator[S
     if isinstance(submission, str | os.PathLike):
         yield Source(path=Path(submission))
         return
+    if not (isinstance(submission, Mapping) or hasattr(submission, "read")):
+        raise UsageError(
+            "a submission is a directory or tar path, a binary file object, a mapping "
+            f"of relative path to str or bytes, an assay.Agent or an assay.Patch; not a "
+            f"{type(submission).__name__}"
+        )
+    if not as_path:
+        # In memory: a temp dir and a file per grading cost about as much CPU as the firewall
+        # does for a small submission, and a millisecond of wall time on an ext4 disk
+        # (docs/performance.md, the controller's profile).
+        with tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY) as spool:
+            sink = cast(BinaryIO, spool)
+            refused = _spool(submission, task, sink)
+            sink.seek(0)
+            yield Source(refused=refused) if refused else Source(stream=sink)
+        return
     tmp = grading_tempdir(grading_id, "submission")
     try:
         spooled = tmp / "submission.tar"
         with spooled.open("xb") as sink:
-            if isinstance(submission, Mapping):
-                write_mapping_tar(submission, sink)
-            elif hasattr(submission, "read"):
-                cap = raw_cap(task)
-                if not _copy_capped(submission, sink, cap):
-                    # The candidate's bytes, too many: its failed verdict, not a usage error.
-                    why = f"the submission is larger than {cap} bytes, over the task's cap"
-                    yield Source(refused=Refused(TOO_LARGE, "<file object>", why))
-                    return
-            else:
-                raise UsageError(
-                    "a submission is a directory or tar path, a binary file object, a mapping "
-                    f"of relative path to str or bytes, an assay.Agent or an assay.Patch; not a "
-                    f"{type(submission).__name__}"
-                )
-        yield Source(path=spooled)
+            refused = _spool(submission, task, sink)
+        yield Source(refused=refused) if refused else Source(path=spooled)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _spool(
+    submission: Mapping[str, str | bytes] | BinaryIO, task: Task, sink: BinaryIO
+) -> Refused | None:
+    """Write `submission` into `sink` as a tar stream; a file object over its raw cap is
+    refused (the candidate's bytes, too many: its failed verdict, not a usage error)."""
+    if isinstance(submission, Mapping):
+        write_mapping_tar(submission, sink)
+        return None
+    cap = raw_cap(task)
+    if not _copy_capped(submission, sink, cap):
+        why = f"the submission is larger than {cap} bytes, over the task's cap"
+        return Refused(TOO_LARGE, "<file object>", why)
+    return None
 
 
 def _copy_capped(source: BinaryIO, sink: BinaryIO, cap: int) -> bool:

@@ -54,6 +54,7 @@ from .journal import (
     envelope_path,
     exclusive,
     finished_verdict,
+    publish,
     record_patch,
     remove_tempdirs,
     unfinished_gradings,
@@ -513,7 +514,7 @@ class _Run:
                 return Outcome(job.id, "aborted", grading_id=gid)
             envelope = sign_verdict(verdict, self.private_key)
             try:
-                atomic_write(envelope_path(self.out, job.id), envelope)
+                publish(envelope_path(self.out, job.id), envelope)
             except OSError as exc:
                 # No verdict on disk means no verdict: the next run grades it again.
                 msg = f"output: could not write the verdict ({exc.strerror or exc})"
@@ -568,7 +569,7 @@ class _Run:
         try:
             path.unlink(missing_ok=True)
             if diagnostics is not None:
-                atomic_write(path, diagnostics.to_json())
+                publish(path, diagnostics.to_json())
         except OSError as exc:
             self.log.write("diagnostics-lost", id=job_id, grading_id=gid, error=str(exc)[:200])
 

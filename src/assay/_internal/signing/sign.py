@@ -70,11 +70,15 @@ def subject_for(verdict: Verdict) -> dict[str, Any]:
 
 
 def statement_for(verdict: Verdict) -> dict[str, Any]:
+    return _statement(verdict, verdict.model_dump(mode="json"))
+
+
+def _statement(verdict: Verdict, predicate: dict[str, Any]) -> dict[str, Any]:
     return {
         "_type": STATEMENT_TYPE,
         "subject": [subject_for(verdict)],
         "predicateType": PREDICATE_TYPE,
-        "predicate": verdict.model_dump(mode="json"),
+        "predicate": predicate,
     }
 
 
@@ -87,9 +91,13 @@ def sign_payload(payload: bytes, payload_type: str, private_key: Ed25519PrivateK
 
 def sign_verdict(verdict: Verdict, private_key: Ed25519PrivateKey) -> bytes:
     # Re-validate: model_construct() or a subclass could hand us an object that never was.
-    checked = Verdict.model_validate(verdict.model_dump())
+    # The dict validated is the very dict signed: every field of a verdict that validates is
+    # a JSON value already (no datetime, no tuple), so a second dump of `checked` for the
+    # payload would only repeat this one.
+    predicate = verdict.model_dump()
+    checked = Verdict.model_validate(predicate)
     payload = json.dumps(
-        statement_for(checked), separators=(",", ":"), ensure_ascii=True, allow_nan=False
+        _statement(checked, predicate), separators=(",", ":"), ensure_ascii=True, allow_nan=False
     ).encode("ascii")
     return sign_payload(payload, PAYLOAD_TYPE, private_key)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from time import monotonic
+from typing import BinaryIO
 
 from assay.errors import (
     AssayError,
@@ -26,7 +27,7 @@ from ...model.task import Task, vcs_history
 from ...model.verdict import ControllerFacts, Tier, Verdict, error_verdict
 from ...runtime import GradingScope, Runtime
 from ...runtime.scope import new_grading_id
-from .intake import Refused, Submission, from_path, run_agent
+from .intake import Refused, Submission, from_path, from_stream, run_agent
 from .patchapply import apply_patch
 
 
@@ -37,6 +38,9 @@ class Source:
     agent_cmd: str | None = None
     agent_dir: Path | None = None
     path: Path | None = None
+    stream: BinaryIO | None = None
+    """A seekable tar stream made on the host from a caller's mapping or file object, read from
+    its start through the same firewall as a path (`intake.from_stream`)."""
     collect: Callable[[GradingScope, frozenset[tuple[str, str]]], Submission | Refused] | None = (
         None
     )
@@ -199,9 +203,12 @@ class Grading:
                 )  # fmt: skip
         else:
             with self.timed("intake"):
-                if source.path is None:
-                    raise ValueError("a Source needs agent_cmd or path")
-                taken = from_path(scope, self.task, source.path, same_links)
+                if source.stream is not None:
+                    taken = from_stream(scope, self.task, source.stream, same_links)
+                elif source.path is not None:
+                    taken = from_path(scope, self.task, source.path, same_links)
+                else:
+                    raise ValueError("a Source needs agent_cmd, path or stream")
         if isinstance(taken, Submission):
             self.submission = taken
         return taken

@@ -6,8 +6,13 @@ normalised archive (and a directory materialised from it).
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+import threading
+import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, cast
 
@@ -31,13 +36,50 @@ from ...runtime.base import ceilings_hit, stopped_ceilings
 from .seed import seed_workdir
 
 
+class NormalisedArchive:
+    """One crossing's normalised archive, the very bytes `materialise` read: held in memory up
+    to `ARCHIVE_IN_MEMORY` (past it in an anonymous temp file) and written to a temp dir of the
+    grading's scope only when a caller asks for it as a file (a verifier or compiler that is
+    handed the archive as it is). Most crossings never are, and a temp dir and a file per
+    crossing cost about as much CPU as the firewall's own work on a small submission, and on
+    an ext4 disk about a millisecond of wall time (docs/performance.md, the controller's
+    profile)."""
+
+    def __init__(self, scope: GradingScope, purpose: str, held: BinaryIO) -> None:
+        self._scope = scope
+        self._purpose = purpose
+        self._held: BinaryIO | None = held
+        self._path: Path | None = None
+        self._lock = threading.Lock()
+        # Released with the submission that holds it (its grading's end), not left to the
+        # spool's own finaliser, which would warn of an unclosed file.
+        weakref.finalize(self, held.close)
+
+    def path(self) -> Path:
+        with self._lock:
+            if self._path is None:
+                assert self._held is not None
+                path = self._scope.tempdir(f"{self._purpose}-archive") / "normalised.tar"
+                with self._held, path.open("xb") as out:
+                    self._held.seek(0)
+                    shutil.copyfileobj(self._held, out)
+                self._path, self._held = path, None
+            return self._path
+
+
 @dataclass(frozen=True)
 class Submission:
     digest: str
     accepted: Accepted
-    archive: Path
+    normalised: NormalisedArchive = field(repr=False, compare=False)
     files: Path
     """Materialised from the normalised archive; world-readable, safe to bind read-only."""
+
+    @property
+    def archive(self) -> Path:
+        """The normalised archive as a file of the grading's scope (written on first use,
+        while the scope is open)."""
+        return self.normalised.path()
 
 
 @dataclass(frozen=True)
@@ -74,6 +116,9 @@ class Crossing:
 
 
 PAGE_BYTES = 4096
+ARCHIVE_IN_MEMORY = 4 << 20
+"""An archive the host holds (an engine's tar, a normalised archive) stays in memory up to
+this size, then goes to an anonymous temp file (no name, gone with the process)."""
 
 
 def tmpfs_bytes(manifest: Sequence[ManifestEntry]) -> int:
@@ -93,31 +138,40 @@ def firewall_limits(task: Task) -> FirewallLimits:
 
 
 def through_firewall(scope: GradingScope, source: BinaryIO, how: Crossing) -> Submission | Refused:
-    out_dir = scope.tempdir(f"{how.purpose}-archive")
-    archive = out_dir / "normalised.tar"
-    with archive.open("wb") as sink:
+    """`source` judged by the firewall and, if accepted, materialised into a fresh temp dir of
+    the scope from the normalised archive, which `materialise` re-checks as it reads it."""
+    held = cast(BinaryIO, tempfile.SpooledTemporaryFile(max_size=ARCHIVE_IN_MEMORY))
+    try:
         result = check(
-            source, sink, how.limits, artifacts=how.artifacts, strip_prefix=how.strip_prefix,
+            source, held, how.limits, artifacts=how.artifacts, strip_prefix=how.strip_prefix,
             tree=how.tree, same_links=how.same_links,
         )  # fmt: skip
-    if isinstance(result, Rejected):
-        return Refused(f"{how.rules}:{result.rule}", result.member, result.detail)
-    files = scope.tempdir(f"{how.purpose}-files")
-    files.chmod(0o755)
-    with archive.open("rb") as fh:
-        materialise(fh, files, links=how.tree)
-    return Submission(result.digest, result, archive, files)
+        if isinstance(result, Rejected):
+            held.close()
+            return Refused(f"{how.rules}:{result.rule}", result.member, result.detail)
+        files = scope.tempdir(f"{how.purpose}-files")
+        files.chmod(0o755)
+        held.seek(0)
+        materialise(held, files, links=how.tree)
+    except BaseException:
+        held.close()
+        raise
+    return Submission(result.digest, result, NormalisedArchive(scope, how.purpose, held), files)
 
 
-def spool_from_container(
-    scope: GradingScope, cid: str, path: str, cap: int, purpose: str
-) -> Path | Refused:
-    spool = scope.tempdir(f"{purpose}-spool") / "raw.tar"
+def spool_from_container(scope: GradingScope, cid: str, path: str, cap: int) -> BinaryIO | Refused:
+    """`path` of a container as the engine's tar, at most `cap` bytes, rewound: in memory up to
+    `ARCHIVE_IN_MEMORY`, past it in an anonymous temp file. The caller closes it."""
+    spool = cast(BinaryIO, tempfile.SpooledTemporaryFile(max_size=ARCHIVE_IN_MEMORY))
     try:
-        with spool.open("wb") as sink:
-            scope.runtime.get_archive(cid, path, sink, cap)
+        scope.runtime.get_archive(cid, path, spool, cap)
     except ArchiveTooLarge as exc:
+        spool.close()
         return Refused("limit:artifact-bytes", path, str(exc))
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
     return spool
 
 
@@ -125,11 +179,11 @@ def take_from_container(
     scope: GradingScope, cid: str, path: str, cap: int, how: Crossing
 ) -> Submission | Refused:
     """`path` of a (frozen) container, spooled with a raw byte cap, through the firewall."""
-    spooled = spool_from_container(scope, cid, path, cap, how.purpose)
+    spooled = spool_from_container(scope, cid, path, cap)
     if isinstance(spooled, Refused):
         return spooled
-    with spooled.open("rb") as fh:
-        return through_firewall(scope, fh, how)
+    with spooled:
+        return through_firewall(scope, spooled, how)
 
 
 def from_path(
@@ -143,15 +197,33 @@ def from_path(
     Nothing is packed first: a directory is streamed into the firewall with only its artifacts'
     data (dirstream), and from a tar only the kept files' data is spooled, so the host writes
     what is kept and no more (docs/firewall.md, "Host writes")."""
-    globs = task.config.artifacts
-    how = Crossing(firewall_limits(task), globs, None, "submission", same_links=same_links)
+    how = submission_crossing(task, same_links)
     if path.is_dir():
-        with DirStream(path, Globs(globs), how.limits) as stream:
+        with DirStream(path, Globs(task.config.artifacts), how.limits) as stream:
             return through_firewall(scope, cast(BinaryIO, stream), how)
     if path.is_file():
         with path.open("rb") as fh:
             return through_firewall(scope, fh, how)
     raise UsageError(f"--submission {path}: no such file or directory")
+
+
+def from_stream(
+    scope: GradingScope,
+    task: Task,
+    stream: BinaryIO,
+    same_links: frozenset[tuple[str, str]] = frozenset(),
+) -> Submission | Refused:
+    """Grade a seekable tar stream made on the host (a caller's mapping or file object): the
+    same crossing as a tar path, read from its start each time, as a path would be."""
+    stream.seek(0)
+    how = submission_crossing(task, same_links)
+    return through_firewall(scope, stream, how)
+
+
+def submission_crossing(task: Task, same_links: frozenset[tuple[str, str]]) -> Crossing:
+    return Crossing(
+        firewall_limits(task), task.config.artifacts, None, "submission", same_links=same_links
+    )
 
 
 def agent_spec(
@@ -251,25 +323,25 @@ def collect_agent(
         limit = hit[0] if hit else "freeze"
         return Refused(f"limit:agent-{limit}", task.workdir, "the agent could not be frozen")
     cap = task.config.limits.artifact_bytes * 2 + (1 << 20)  # tar headers on top of content
-    spooled = spool_from_container(scope, cid, task.workdir, cap, "agent")
+    spooled = spool_from_container(scope, cid, task.workdir, cap)
     hit = ceilings_hit(rt, cid)
     scope.discard(cid)
     if isinstance(spooled, Refused):
         return spooled
-    # An agent that hit a ceiling fails, whatever it left behind: a result produced by
-    # exhausting shared resources is not one to reward, and the reason must name the limit.
-    if "pids" in hit:
-        return Refused("limit:agent-pids", task.workdir, "the agent hit its process limit")
-    if "memory" in hit:
-        return Refused("limit:agent-memory", task.workdir, "the agent hit its memory limit")
-    if spooled.stat().st_size >= task.config.limits.artifact_bytes * 0.95:
-        return Refused("limit:agent-disk", task.workdir, "the agent filled its workspace")
-    if timed_out:
-        return Refused("limit:agent-time", task.workdir, "the agent ran past its deadline")
-    with spooled.open("rb") as fh:
+    with spooled:
+        # An agent that hit a ceiling fails, whatever it left behind: a result produced by
+        # exhausting shared resources is not one to reward, and the reason must name the limit.
+        if "pids" in hit:
+            return Refused("limit:agent-pids", task.workdir, "the agent hit its process limit")
+        if "memory" in hit:
+            return Refused("limit:agent-memory", task.workdir, "the agent hit its memory limit")
+        if spooled.seek(0, os.SEEK_END) >= task.config.limits.artifact_bytes * 0.95:
+            return Refused("limit:agent-disk", task.workdir, "the agent filled its workspace")
+        if timed_out:
+            return Refused("limit:agent-time", task.workdir, "the agent ran past its deadline")
+        spooled.seek(0)
         how = Crossing(
             firewall_limits(task), task.config.artifacts, _archive_top(task), "agent",
             same_links=same_links,
         )  # fmt: skip
-        sub = through_firewall(scope, fh, how)
-    return sub
+        return through_firewall(scope, spooled, how)
