@@ -61,6 +61,7 @@ RLD = "tests/docker/test_repo_links_docker.py"
 JP = "tests/unit/test_judgepool.py"
 JPD = "tests/docker/test_judgepool_docker.py"
 JI = "tests/unit/test_judge_incontainer.py"
+JW = "tests/unit/test_judge_worker.py"
 HC = "tests/unit/test_harbor_controller.py"
 VC = "tests/unit/test_value_collisions.py"
 
@@ -708,26 +709,194 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "judge-pool-census",
-        "a judge lent again only if nothing but init and keep-alive runs in it (census)",
+        "a judge lent again only if nothing but init and its worker runs in it (census)",
         "src/assay/_internal/tiers/strict/judgepool.py",
         "        if not self._quiet(judge):\n",
         "        if False:\n",
         (
             f"{JP}::test_a_judge_still_running_a_process_after_its_grading_is_never_lent_again",
             f"{JP}::test_a_judge_whose_processes_cannot_be_listed_serves_one_grading_only",
-            f"{JPD}::test_a_process_left_in_a_judge_can_ptrace_its_next_command",
+            f"{JPD}::test_a_process_the_worker_cannot_kill_keeps_its_judge_from_being_lent_again",
         ),
     ),
     Mutation(
-        "judge-pool-reset-proof",
-        "a reused judge's step taken only after the reset's exact proof",
+        "judge-pool-reset",
+        "a judge lent again only after its worker's reset proved it clean",
         "src/assay/_internal/tiers/strict/judgepool.py",
-        "res.timed_out or res.truncated or not res.stdout.startswith(CLEAN)",
-        "res.timed_out or res.truncated",
+        "        if not (judge.sound and self._confined(judge) and self._reset(judge)):\n",
+        "        if not (judge.sound and self._confined(judge)):\n",
         (
-            f"{JP}::test_a_judge_whose_reset_fails_before_compare_is_replaced_by_a_new_one",
-            f"{JP}::test_a_judge_whose_reset_fails_before_prepare_is_replaced",
+            f"{JP}::test_a_judge_that_cannot_prove_itself_clean_serves_its_grading_only[Unclean]",
+            f"{JP}::test_a_generator_tasks_judge_is_reset_between_gradings_and_prepared_by_request",
+            f"{JPD}::test_a_judge_its_worker_cannot_empty_is_not_lent_again",
         ),
+    ),
+    Mutation(
+        "judge-pool-step-residue",
+        "a judge whose step left a process or a file behind serves no later grading",
+        "src/assay/_internal/tiers/strict/judgepool.py",
+        "        if not stepped.clean:\n",
+        "        if False:\n",
+        (
+            f"{JP}::test_a_judge_that_cannot_prove_itself_clean_serves_its_grading_only[LeavesResidue]",
+        ),
+    ),
+    Mutation(
+        "judge-pool-confined",
+        "a judge lent again only if its worker keeps a uid its steps never have",
+        "src/assay/_internal/tiers/strict/judgepool.py",
+        "judge.sound and self._confined(judge) and",
+        "judge.sound and",
+        (f"{JP}::test_a_judge_that_cannot_prove_itself_clean_serves_its_grading_only[Unconfined]",),
+    ),
+    Mutation(
+        "judge-pool-recycle",
+        "a judge replaced after RECYCLE_AFTER gradings whatever it proved",
+        "src/assay/_internal/tiers/strict/judgepool.py",
+        "        if judge.served >= RECYCLE_AFTER:\n",
+        "        if False:\n",
+        (f"{JP}::test_a_judge_is_recycled_after_serving_its_share",),
+    ),
+    Mutation(
+        "judge-pool-fault-discards",
+        "a judge whose worker died, hung or answered out of frame is removed, never used again",
+        "src/assay/_internal/tiers/strict/judgepool.py",
+        "            self._discard(grading_id)\n            if exc.gone and first_of_reuse:",
+        "            if exc.gone and first_of_reuse:",
+        (f"{JP}::test_a_worker_fault_ends_its_own_grading_with_no_verdict_and_no_other",),
+    ),
+    Mutation(
+        "judge-wire-frame-cap",
+        "the controller refusing a worker's answer whose length passes its cap, before reading it",
+        "src/assay/_internal/tiers/strict/judgewire.py",
+        "        if not LENGTH.size < size <= most:\n",
+        "        if not LENGTH.size < size:\n",
+        (
+            f"{JW}::test_an_answer_out_of_frame_is_a_fault_never_a_result[length-past-any-cap]",
+            f"{JW}::test_an_answer_out_of_frame_is_a_fault_never_a_result[too-much]",
+        ),
+    ),
+    Mutation(
+        "judge-wire-counts",
+        "the controller taking a step's stdout and stderr only as the header counts them",
+        "src/assay/_internal/tiers/strict/judgewire.py",
+        "            and n_out + n_err == len(payload)\n",
+        "            and True\n",
+        (f"{JW}::test_an_answer_out_of_frame_is_a_fault_never_a_result[count]",),
+    ),
+    Mutation(
+        "judge-wire-output-cap",
+        "the controller refusing more of a step's stdout than it asked for",
+        "src/assay/_internal/tiers/strict/judgewire.py",
+        "            and _int(n_out) and 0 <= n_out <= output_cap\n",
+        "            and _int(n_out)\n",
+        (f"{JW}::test_an_answer_out_of_frame_is_a_fault_never_a_result[over-cap]",),
+    ),
+    Mutation(
+        "judge-worker-fork-per-step",
+        "each judge step in a child forked from a worker that never loaded task code",
+        "src/assay/_incontainer/judge_worker.py",
+        "    pid = os.fork()\n    if pid == 0:\n        code = 127\n",
+        "    pid = os.fork()\n"
+        "    if pid == 0:  # this child only exits: the step runs in the worker itself\n"
+        "        os._exit(0)\n"
+        "    saved = (os.dup(1), os.dup(2))\n"
+        "    os.dup2(out_w, 1)\n"
+        "    os.dup2(err_w, 2)\n"
+        "    sys.argv = [judge.__file__, *argv]\n"
+        "    run_as_main(judge.main)\n"
+        "    os.dup2(saved[0], 1)\n"
+        "    os.dup2(saved[1], 2)\n"
+        "    if False:\n        code = 127\n",
+        (f"{JW}::test_nothing_a_step_leaves_reaches_the_next",),
+    ),
+    Mutation(
+        "judge-worker-step-fds",
+        "a judge step holding none of the worker's descriptors (its request and response pipes)",
+        "src/assay/_incontainer/judge_worker.py",
+        '            os.closerange(3, os.sysconf("SC_OPEN_MAX"))\n',
+        "            pass\n",
+        (f"{JW}::test_a_step_runs_judge_py_in_a_child_and_answers_its_bytes",),
+    ),
+    Mutation(
+        "judge-worker-kill-after-step",
+        "the worker killing everything a step started before it answers",
+        "src/assay/_incontainer/judge_worker.py",
+        "        alone = places.kill_all(pid)\n",
+        "        alone = True\n",
+        (f"{JW}::test_nothing_a_step_leaves_reaches_the_next",),
+    ),
+    Mutation(
+        "judge-worker-kill-all",
+        "the worker's kill(-1) of every process of the judge's uid, detached ones included",
+        "src/assay/_incontainer/judge_worker.py",
+        "                    os.kill(-1, signal.SIGKILL)\n",
+        "                    pass\n",
+        (f"{JPD}::test_nothing_a_grading_leaves_in_its_judge_reaches_the_next",),
+    ),
+    Mutation(
+        "judge-worker-empty-after-step",
+        "the worker emptying /tmp, /dev/shm and /dev/mqueue after every step",
+        "src/assay/_incontainer/judge_worker.py",
+        "    clean = alone and places.empty(places.scratch)\n",
+        "    clean = alone\n",
+        (f"{JW}::test_nothing_a_step_leaves_reaches_the_next",),
+    ),
+    Mutation(
+        "judge-worker-reset-empties",
+        "the worker's reset emptying a grading's own places (/state, /exchange) too",
+        "src/assay/_incontainer/judge_worker.py",
+        "        emptied = self.places.empty(self.places.scratch + self.places.grading)\n",
+        "        emptied = True\n",
+        (f"{JW}::test_nothing_a_step_leaves_reaches_the_next",),
+    ),
+    Mutation(
+        "judge-worker-reset-at-claim",
+        "the worker resetting itself again at a new grading's first request",
+        "src/assay/_incontainer/judge_worker.py",
+        "                if self.served and not self.reset():\n",
+        "                if False:\n",
+        (f"{JW}::test_what_appears_in_an_idle_judge_is_gone_before_the_next_grading",),
+    ),
+    Mutation(
+        "judge-worker-one-grading",
+        "the worker refusing a request of another grading before a reset",
+        "src/assay/_incontainer/judge_worker.py",
+        '            elif req["grading"] != self.grading:\n',
+        "            elif False:\n",
+        (f"{JW}::test_a_worker_serves_one_grading_between_two_resets",),
+    ),
+    Mutation(
+        "judge-worker-request-cap",
+        "the worker refusing a request frame past its cap",
+        "src/assay/_incontainer/judge_worker.py",
+        "    if not 0 < size <= REQUEST_CAP:\n",
+        "    if not 0 < size:\n",
+        (f"{JW}::test_a_request_out_of_frame_ends_the_worker_without_an_answer[oversize]",),
+    ),
+    Mutation(
+        "judge-worker-output-cap",
+        "the worker killing a step past its output cap and sending at most the cap",
+        "src/assay/_incontainer/judge_worker.py",
+        "    if step.overran:\n        step.truncated, step.size = True, cap\n",
+        "    if False:\n        step.truncated, step.size = True, cap\n",
+        (f"{JW}::test_a_step_past_its_output_cap_is_killed_and_cut_at_the_cap",),
+    ),
+    Mutation(
+        "judge-worker-own-uid",
+        "the judge's worker keeping real and saved uid 1001, which no step has",
+        "src/assay/_incontainer/judge_worker.py",
+        "            confine.take_own_uid()  # exactly the switch's three capabilities",
+        "            pass  #",
+        (f"{JPD}::test_nothing_a_grading_leaves_in_its_judge_reaches_the_next",),
+    ),
+    Mutation(
+        "judge-worker-step-drops-uid",
+        "each judge step dropping to uid 1000 for all three ids",
+        "src/assay/_incontainer/judge_worker.py",
+        "        self.become = confine.become_candidate if self.confined else (lambda: None)\n",
+        "        self.become = lambda: None\n",
+        (f"{JPD}::test_nothing_a_grading_leaves_in_its_judge_reaches_the_next",),
     ),
     Mutation(
         "stuck-container-kill-by-pid",
@@ -874,6 +1043,32 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    if False:\n",
         (
             "tests/docker/test_stdio.py::test_each_way_a_test_fails_has_its_own_reason[runtime:exit-code]",
+        ),
+    ),
+    Mutation(
+        "candidate-signal-is-outside",
+        "a strict runner ended by a signal at no ceiling being no verdict, never a signed fail "
+        "(the runner is its container's own process: only the memory limit or someone outside "
+        "signals it)",
+        "src/assay/_internal/tiers/strict/candidate.py",
+        "        run.exited or run.exit_code is None or run.exit_code >= SIGNALLED\n",
+        "        run.exited or run.exit_code is None\n",
+        (
+            "tests/unit/test_strict_controller.py::"
+            "test_runner_ended_by_a_signal_at_no_limit_is_an_infrastructure_error",
+            "tests/unit/test_runner_report.py::test_a_run_stopped_at_no_limit_is_no_result",
+        ),
+    ),
+    Mutation(
+        "oci-shared-root-read-only",
+        "the image's shared root bound read-only on the host before a container runs on it "
+        "(no runtime makes anything in the tree every container of the image shares)",
+        "src/assay/_internal/runtime/oci/rootfs.py",
+        "flags = host.MS_BIND | host.MS_REMOUNT | host.MS_RDONLY",
+        "flags = host.MS_BIND | host.MS_REMOUNT",
+        (
+            "tests/docker/test_oci_runtime.py::"
+            "test_a_container_runs_on_the_shared_root_that_no_runtime_can_write",
         ),
     ),
 )

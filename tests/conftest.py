@@ -32,6 +32,15 @@ def private_tempdir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Te
     assert not left, f"temp dirs left behind: {left}"
 
 
+@pytest.fixture(autouse=True)
+def _fake_judge_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A judge's worker spawned on the fake runtime speaks its protocol (helpers/fakejudge.py)
+    and runs each step as the program a test registered under `python3`."""
+    from helpers.fakejudge import install
+
+    install(monkeypatch)
+
+
 DOCKER_DIR = Path(__file__).resolve().parent / "docker"
 
 

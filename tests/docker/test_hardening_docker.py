@@ -1,4 +1,6 @@
-"""Container hardening, checked on real containers under runc and gVisor (runsc).
+"""Container hardening, checked on real containers under runc and gVisor (runsc) through the
+Docker engine, and for the strict candidate (the runner as its container's own process,
+started once) under the default backend too (runc driven directly, `oci-runc`).
 
 Each test guards a protection that a mutation audit removed without any test noticing;
 the docstring of each names the code whose removal makes it fail:
@@ -23,13 +25,17 @@ import pytest
 from helpers.runner import ROOT, docker_rt, run_function
 
 from assay._internal.model.task import load_task
-from assay._internal.runtime.base import ContainerSpec
+from assay._internal.runtime.base import ContainerSpec, Runtime
 from assay._internal.runtime.docker import DockerRuntime
+from assay._internal.runtime.oci.runtime import OciRuntime
 from assay._internal.runtime.scope import GradingScope
 from assay._internal.tiers.strict.candidate import candidate_spec
 
 pytestmark = pytest.mark.docker
 RUNTIMES = ("runc", "runsc")
+CANDIDATE_RUNTIMES = (*RUNTIMES, "oci-runc")
+"""Where the strict candidate's own protections are inspected: the engine's two, and the
+default backend."""
 
 # Every process the candidate can see besides itself: try to open each one's stdout/stderr
 # for writing, then write 4 MiB into whatever opened (what the engine's log driver would eat).
@@ -53,8 +59,10 @@ print("opened:" + ",".join(opened))
 
 
 @pytest.fixture
-def rt(request: pytest.FixtureRequest, docker_runtime: DockerRuntime) -> DockerRuntime:
+def rt(request: pytest.FixtureRequest, docker_runtime: DockerRuntime) -> Runtime:
     oci = str(request.param)
+    if oci == "oci-runc":
+        return OciRuntime(docker_runtime.client)
     if oci == "runsc":
         # scripts/setup.sh registers runsc; a missing runtime is a failed set-up, not a skip.
         assert "runsc" in docker_runtime._client.info().get("Runtimes", {}), "runsc missing"
@@ -96,19 +104,58 @@ def test_host_config_drops_caps_and_new_privileges(rt: DockerRuntime, base_image
     assert any(o.split(":")[0] == "no-new-privileges" for o in host["SecurityOpt"] or ())
 
 
+# FLOOD as a case of the strict candidate: what it opened among the other processes' stdout
+# and stderr (init's, the runner's), 4 MiB written into each.
+FLOOD_CASE = (
+    "def solve(_):\n"
+    + "".join(
+        f"    {line}\n" for line in FLOOD.strip().splitlines() if not line.startswith("print")
+    )
+    + "    return opened\n"
+)
+
+
+@pytest.mark.parametrize("rt", CANDIDATE_RUNTIMES, indirect=True)
+def test_candidate_runner_output_never_reaches_the_engine_log(
+    rt: Runtime, base_image: str, tmp_path: Path
+) -> None:
+    """Finding 3 on the strict candidate's path: its runner is the container's own process,
+    so the runner's stdout (every case's result) is the container's, attached by the
+    controller. A case opens none of the stdout and stderr descriptors of init (root), the
+    runner's stand-in (root) or the runner (its own uid), and the engine keeps no log.
+    Killed by switching `log_config` back to json-file or by the runner keeping the
+    candidate's uid."""
+    seen: dict[str, object] = {}
+
+    def inspect(rt_: Runtime, cid: str) -> None:
+        if isinstance(rt_, DockerRuntime):
+            seen.update(rt_._api.inspect_container(cid))
+
+    [case] = run_function(rt, base_image, tmp_path, FLOOD_CASE, [0], after=inspect)
+    assert case["status"] == "ok" and case["value"] == [], case
+    if not isinstance(rt, DockerRuntime):
+        return  # no engine, no log: the runc backend's main process writes into our pipes
+    host = seen["HostConfig"]
+    assert isinstance(host, dict) and host["LogConfig"]["Type"] == "none", host
+    log_path = str(seen.get("LogPath") or "")
+    assert not (log_path and os.path.exists(log_path) and os.path.getsize(log_path)), log_path
+
+
 @pytest.mark.parametrize("rt", RUNTIMES, indirect=True)
 def test_strict_candidate_adds_only_the_uid_switch(
     rt: DockerRuntime, base_image: str, tmp_path: Path
 ) -> None:
     """Issue 23, item 7a: the strict candidate's container adds back exactly the three
     capabilities its runner spends on taking its own uid, keeps the rest of the hardening, and
-    its exec (the runner) starts as root, which the runner requires."""
+    its main process (the runner, started with the container) starts as root, which the
+    runner requires."""
     task = load_task(ROOT / "tests" / "tasks" / "carry")
     gid = "hardening-" + uuid.uuid4().hex[:12]
     with GradingScope(rt, gid) as scope:
-        cid = scope.container(candidate_spec(task, base_image, gid, tmp_path, tmp_path))
+        spec = candidate_spec(task, base_image, gid, tmp_path, tmp_path, ("id", "-u"))
+        cid = scope.container(spec, start=False)
         info = rt._api.inspect_container(cid)
-        who = rt.exec(cid, ("id", "-u"), deadline_s=30, output_cap=64)
+        who = rt.run(cid, deadline_s=30, output_cap=64)
     host = info["HostConfig"]
     assert host["CapDrop"] == ["ALL"] and sorted(host["CapAdd"]) == ["SETGID", "SETPCAP", "SETUID"]
     assert any(o.split(":")[0] == "no-new-privileges" for o in host["SecurityOpt"] or ())
@@ -139,9 +186,9 @@ def solve(_):
 """
 
 
-@pytest.mark.parametrize("rt", RUNTIMES, indirect=True)
+@pytest.mark.parametrize("rt", CANDIDATE_RUNTIMES, indirect=True)
 def test_candidate_process_has_no_capabilities(
-    rt: DockerRuntime, base_image: str, tmp_path: Path
+    rt: Runtime, base_image: str, tmp_path: Path
 ) -> None:
     """Finding 9, seen from inside: the candidate's process (run by the real runner) holds no
     capability, not even in the bounding set (so no setuid binary of the image can grant
@@ -177,15 +224,14 @@ def check(rc):
     return rc
 def solve(_):
     runner = None
-    for e in os.listdir("/proc"):
-        # Not this process: a forked case (runner.py --spawn fork) shares the runner's cmdline.
-        if e.isdigit() and int(e) != os.getpid():
-            try:
-                with open(f"/proc/{e}/cmdline", "rb") as fh:
-                    if b"/assay/runner.py" in fh.read():
-                        runner = int(e)
-            except OSError:
-                pass
+    # The case's parent: a forked case (runner.py --spawn fork) shares the runner's cmdline,
+    # and so does the runner's root stand-in, init's child.
+    try:
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as fh:
+            if b"/assay/runner.py" in fh.read():
+                runner = os.getppid()
+    except OSError:
+        pass
     if runner is None:
         return {"runner": None}
     got = {"runner": runner, "is_parent": runner == os.getppid()}
@@ -270,10 +316,8 @@ def solve(_):
 """
 
 
-@pytest.mark.parametrize("rt", RUNTIMES, indirect=True)
-def test_candidate_cannot_reach_the_runner(
-    rt: DockerRuntime, base_image: str, tmp_path: Path
-) -> None:
+@pytest.mark.parametrize("rt", CANDIDATE_RUNTIMES, indirect=True)
+def test_candidate_cannot_reach_the_runner(rt: Runtime, base_image: str, tmp_path: Path) -> None:
     """Issue 23, item 7a: the runner keeps a uid the candidate does not have (real and saved
     uid 1001), so its memory (/proc/<pid>/mem, ptrace, process_vm_readv), its descriptors (its
     stdout, the channel of every case's result) and signals are closed to the candidate on
@@ -291,7 +335,7 @@ def test_candidate_cannot_reach_the_runner(
     assert isinstance(got["runner"], int) and got["is_parent"], got  # it found its target
     closed = ["mem", "task_mem", "mem_write", "vm_read", "ptrace", "stdout", "task_stdout"]
     closed += ["any_fd", "kill"]
-    if rt.name == "docker/runc":
+    if rt.name in ("docker/runc", "oci/runc"):
         closed += ["environ", "fd"]
     for what in closed:
         assert str(got[what]).startswith("denied:"), (what, got)

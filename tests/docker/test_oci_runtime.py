@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from assay._internal.runtime.base import ContainerSpec, Limits, Scratch, ceilings_hit
+from assay._internal.runtime.base import Bind, ContainerSpec, Limits, Scratch, ceilings_hit
 from assay._internal.runtime.oci import host
 from assay._internal.runtime.oci.runtime import OciRuntime
 from assay._internal.runtime.scope import GradingScope
@@ -55,6 +55,43 @@ def box(oci: OciRuntime, base_image: str) -> Iterator[tuple[OciRuntime, str, str
     assert host.mounted_under(host.state_dir(cid)) == []
 
 
+class Probe:
+    """Where a protection is inspected: a command in a keep-alive container (`exec`), or a
+    container of its own whose process the command is, started once (`oneshot`: the strict
+    candidate's path, on the shared read-only root). `cid` is the container the last command
+    ran in (the one-shot's stays, stopped, for its cgroup)."""
+
+    def __init__(self, rt: OciRuntime, scope: GradingScope, image: str, oneshot: bool) -> None:
+        self.rt, self.scope, self.image, self.oneshot = rt, scope, image, oneshot
+        self.cid = "" if oneshot else scope.container(_spec(image, scope.grading_id))
+
+    def sh(self, script: str, cap: int = 65536) -> tuple[int | None, str]:
+        if not self.oneshot:
+            return sh(self.rt, self.cid, script, cap)
+        spec = _spec(self.image, self.scope.grading_id, command=("sh", "-c", script), spawned=True)
+        self.cid = self.scope.container(spec, start=False)
+        r = self.rt.run(self.cid, deadline_s=60, output_cap=cap)
+        return r.exit_code, (r.stdout + r.stderr).decode(errors="replace")
+
+    def status(self) -> dict[str, str]:
+        _, text = self.sh("cat /proc/self/status")
+        return {k: v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())}
+
+
+@pytest.fixture(params=["exec", "oneshot"])
+def probe(request: pytest.FixtureRequest, oci: OciRuntime, base_image: str) -> Iterator[Probe]:
+    gid = "test-" + uuid.uuid4().hex[:12]
+    made: list[str] = []
+    with GradingScope(oci, gid) as scope:
+        p = Probe(oci, scope, base_image, request.param == "oneshot")
+        yield p
+        made = [c for c in (p.cid,) if c]
+    assert oci.leftovers(gid) == []
+    for cid in made:
+        assert host.cgroup(cid).leftovers() == []
+        assert host.mounted_under(host.state_dir(cid)) == []
+
+
 def sh(rt: OciRuntime, cid: str, script: str, cap: int = 65536) -> tuple[int | None, str]:
     r = rt.exec(cid, ("sh", "-c", script), deadline_s=60, output_cap=cap)
     return r.exit_code, (r.stdout + r.stderr).decode(errors="replace")
@@ -65,9 +102,8 @@ def _status(rt: OciRuntime, cid: str) -> dict[str, str]:
     return {k: v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())}
 
 
-def test_processes_hold_no_capability_and_no_new_privileges(box) -> None:  # type: ignore[no-untyped-def]
-    rt, cid, _ = box
-    st = _status(rt, cid)
+def test_processes_hold_no_capability_and_no_new_privileges(probe: Probe) -> None:
+    st = probe.status()
     for key in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
         assert int(st[key], 16) == 0, (key, st[key])
     assert st["NoNewPrivs"] == "1"
@@ -75,53 +111,50 @@ def test_processes_hold_no_capability_and_no_new_privileges(box) -> None:  # typ
     assert st["Uid"].split()[0] == "1000"
 
 
-def test_seccomp_refuses_what_dockers_default_refuses(box) -> None:  # type: ignore[no-untyped-def]
-    rt, cid, _ = box
+def test_seccomp_refuses_what_dockers_default_refuses(probe: Probe) -> None:
     # unshare(CLONE_NEWUSER) is allowed by the kernel to any uid, refused by Docker's profile.
     call = "import ctypes; c = ctypes.CDLL(None, use_errno=True); "
     call += "print(c.unshare(0x10000000), ctypes.get_errno())"  # CLONE_NEWUSER
-    code, out = sh(rt, cid, f"python3 -c '{call}'")
+    code, out = probe.sh(f"python3 -c '{call}'")
     assert (code, out.split()) == (0, ["-1", "1"]), out  # EPERM
 
 
-def test_root_is_read_only_and_proc_sys_are_masked(box) -> None:  # type: ignore[no-untyped-def]
-    rt, cid, _ = box
-    code, out = sh(rt, cid, "touch /usr/owned")
-    assert code != 0 and "Read-only file system" in out
-    _, mounts = sh(rt, cid, "cat /proc/self/mountinfo")
+def test_root_is_read_only_and_proc_sys_are_masked(probe: Probe) -> None:
+    for path in ("/usr/owned", "/owned"):
+        code, out = probe.sh(f"touch {path}")
+        assert code != 0 and "Read-only file system" in out, (path, out)
+    _, mounts = probe.sh("cat /proc/self/mountinfo")
     by_point = {line.split()[4]: line.split()[5] for line in mounts.splitlines()}
     assert by_point["/"].startswith("ro")
     for path in ("/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs", "/sys"):
         assert by_point[path].startswith("ro"), path
     masked = [p for p in ("/proc/keys", "/proc/timer_list", "/sys/firmware") if os.path.exists(p)]
     assert masked and all(p in by_point for p in masked), (masked, sorted(by_point))
-    code, out = sh(rt, cid, "cat /proc/keys | wc -c; ls /sys/firmware | wc -l")
+    code, out = probe.sh("cat /proc/keys | wc -c; ls /sys/firmware | wc -l")
     assert out.split() == ["0", "0"], out
 
 
-def test_tmp_and_scratch_are_capped_tmpfs(box) -> None:  # type: ignore[no-untyped-def]
-    rt, cid, _ = box
-    code, out = sh(rt, cid, "head -c 3000000 /dev/zero > /tmp/f")
+def test_tmp_and_scratch_are_capped_tmpfs(probe: Probe) -> None:
+    code, out = probe.sh("head -c 3000000 /dev/zero > /tmp/f")
     assert code != 0 and "No space left" in out, out
-    code, out = sh(rt, cid, "head -c 5000000 /dev/zero > /scratch/f")
+    code, out = probe.sh("head -c 5000000 /dev/zero > /scratch/f")
     assert code != 0 and "No space left" in out, out
-    _, out = sh(rt, cid, "stat -c %u /scratch")
+    _, out = probe.sh("stat -c %u /scratch")
     assert out.strip() == "1000"
 
 
-def test_network_is_loopback_only(box) -> None:  # type: ignore[no-untyped-def]
-    rt, cid, _ = box
-    _, out = sh(rt, cid, "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '")
+def test_network_is_loopback_only(probe: Probe) -> None:
+    _, out = probe.sh("cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '")
     assert out.split() == ["lo"], out
-    code, out = sh(
-        rt, cid,
+    code, out = probe.sh(
         "python3 -c 'import socket; s=socket.socket(); s.settimeout(2); s.connect((\"10.0.0.1\", 80))'",
     )  # fmt: skip
     assert code != 0 and "unreachable" in out.lower(), out
 
 
-def test_limits_are_set_on_the_containers_cgroup(box) -> None:  # type: ignore[no-untyped-def]
-    _, cid, _ = box
+def test_limits_are_set_on_the_containers_cgroup(probe: Probe) -> None:
+    assert probe.sh("true")[0] == 0  # a one-shot container's cgroup stays until it is removed
+    cid = probe.cid
     mem = host.cgroup(cid).dir("memory")
     assert int((mem / "memory.limit_in_bytes").read_text()) == 96 * 2**20
     assert int((mem / "memory.memsw.limit_in_bytes").read_text()) == 96 * 2**20  # no swap
@@ -131,18 +164,17 @@ def test_limits_are_set_on_the_containers_cgroup(box) -> None:  # type: ignore[n
     assert int((cpu / "cpu.cfs_period_us").read_text()) == 100_000
 
 
-def test_no_core_dumps(box) -> None:  # type: ignore[no-untyped-def]
-    rt, cid, _ = box
-    _, out = sh(rt, cid, "ulimit -c; ulimit -Hc")
+def test_no_core_dumps(probe: Probe) -> None:
+    _, out = probe.sh("ulimit -c; ulimit -Hc")
     assert out.split() == ["0", "0"]
 
 
-def test_fork_bomb_and_memory_hog_are_reported_as_ceilings(box) -> None:  # type: ignore[no-untyped-def]
-    rt, cid, _ = box
-    sh(rt, cid, "for i in $(seq 64); do sleep 5 & done; wait")
-    assert "pids" in ceilings_hit(rt, cid)
-    sh(rt, cid, "python3 -c 'b = bytearray(400 * 2**20)'")
-    assert "memory" in ceilings_hit(rt, cid) and rt.oom_killed(cid)
+def test_fork_bomb_and_memory_hog_are_reported_as_ceilings(probe: Probe) -> None:
+    rt = probe.rt
+    probe.sh("for i in $(seq 64); do sleep 5 & done; wait")
+    assert "pids" in ceilings_hit(rt, probe.cid)
+    probe.sh("python3 -c 'b = bytearray(400 * 2**20)'")
+    assert "memory" in ceilings_hit(rt, probe.cid) and rt.oom_killed(probe.cid)
 
 
 def test_the_cgroup_counts_cpu_memory_and_tasks_of_processes_gone_too(box) -> None:  # type: ignore[no-untyped-def]
@@ -246,3 +278,38 @@ def test_put_archive_lands_in_the_mount_the_container_sees(box) -> None:  # type
         tf.addfile(ti, io.BytesIO(b""))
     with pytest.raises(EngineError, match="read-only root"):
         rt.put_archive(cid, "/", bad.getvalue())
+
+
+def test_a_container_runs_on_the_shared_root_that_no_runtime_can_write(
+    oci: OciRuntime, base_image: str, tmp_path: Path
+) -> None:
+    """Issue 38: a hardened container whose every mount point is a top-level directory of the
+    image's unpacked root runs on that root itself, through a view of it bound read-only on
+    the host (no overlay, no tmpfs of its own for it); one with a mount point the root lacks
+    gets an overlay of its own, and nothing is ever made in the shared tree."""
+    gid = "test-" + uuid.uuid4().hex[:12]
+    tmp_path.chmod(0o755)
+    with GradingScope(oci, gid) as scope:
+        shared = _spec(
+            base_image, gid, command=("sh", "-c", "ls -d /candidate; touch /x"), spawned=True,
+            binds=(Bind(tmp_path, "/candidate"),), workdir="/candidate",
+        )  # fmt: skip
+        cid = scope.container(shared, start=False)
+        view = Path(oci._meta(cid).root)
+        assert view.name == "view" and os.statvfs(view).f_flag & os.ST_RDONLY, view
+        assert not (host.state_dir(cid) / "root").exists()
+        tree = view.parent / "rootfs"
+        before = sorted(os.listdir(tree))
+        r = oci.run(cid, deadline_s=60, output_cap=4096)
+        assert r.exit_code != 0 and b"Read-only file system" in r.stderr, r
+        assert r.stdout == b"/candidate\n", r
+        own = _spec(
+            base_image, gid, command=("ls", "-d", "/elsewhere"), spawned=True,
+            binds=(Bind(tmp_path, "/elsewhere"),),
+        )  # fmt: skip
+        other = scope.container(own, start=False)
+        assert oci._meta(other).root == "" and (host.state_dir(other) / "root").is_dir()
+        r = oci.run(other, deadline_s=60, output_cap=4096)
+        assert (r.exit_code, r.stdout) == (0, b"/elsewhere\n"), r
+        assert sorted(os.listdir(tree)) == before and not (tree / "elsewhere").exists()
+        assert not (tree / "x").exists()

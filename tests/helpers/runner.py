@@ -1,5 +1,6 @@
 """Run the real in-container runner on a candidate, in a real container, as the strict tier
-does (its container spec and argv), and return the runner's per-case results."""
+does (its container spec and argv: the runner as the container's own process, started once),
+and return the runner's per-case results."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def run_function(
 ) -> list[dict[str, Any]]:
     """Call `solution:solve` once per input through /assay/runner.py; each result carries
     `value` (the decoded return value, or None) next to the runner's own fields. `after` is
-    called with the container once the runner has exited, before the container is removed."""
+    called with the container once the runner has exited (the container stopped with it),
+    before the container is removed."""
     task = load_task(task_dir or ROOT / "tests" / "tasks" / "carry")
     files, ins = tmp / "files", tmp / "inputs"
     for d in (files, ins):
@@ -49,10 +51,11 @@ def run_function(
         f.chmod(0o644)
     gid = "hardening-" + uuid.uuid4().hex[:12]
     with GradingScope(rt, gid) as scope:
-        cid = scope.container(candidate_spec(task, image, gid, files, ins))
+        spec = candidate_spec(task, image, gid, files, ins, runner_argv(task))
+        cid = scope.container(spec, start=False)
         if cid_out is not None:
             cid_out.append(cid)
-        run = rt.exec(cid, runner_argv(task), deadline_s=120, output_cap=1 << 20)
+        run = rt.run(cid, deadline_s=120, output_cap=1 << 20)
         if after is not None:
             after(rt, cid)
     assert run.exit_code == 0, (run.exit_code, run.stderr[-2000:])

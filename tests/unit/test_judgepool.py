@@ -1,20 +1,28 @@
-"""The judge pool's lending rules on the fake runtime: one grading at a time; reuse (of one
-task's judge, or across tasks with the judge files swapped) only after a reset in a fresh exec
-and a normal end; removal on every other path; a fixed cases file prepared once per task."""
+"""The judge pool's lending rules on the fake runtime, whose judge worker speaks the real
+protocol (tests/helpers/fakejudge.py): one grading at a time; reuse (of one task's judge, or
+across tasks with the judge files swapped) only after the worker's reset proved it clean, a
+census found nothing but init and the worker, and a normal end; removal on every other path; a
+worker that dies, hangs or answers out of frame ends only its own grading, with no verdict, and
+a judge killed between gradings is replaced."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
+from helpers.fakejudge import FakeWorker, frame, install
 
 from assay._internal.model.task import Task, load_task
 from assay._internal.runtime import CensusUnavailable, ContainerStuckError, ExecResult
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
+from assay._internal.tiers.strict import judgepool
 from assay._internal.tiers.strict.fixedcases import InputCache, fixed_cases
-from assay._internal.tiers.strict.judgepool import RESET_ARGV, JudgePool, Lent, fill
+from assay._internal.tiers.strict.judgepool import JudgePool, Lent, fill
+from assay._internal.tiers.strict.judgewire import WORKER_ARGV, WorkerFault
 
 # Every temp dir a pool makes is removed: each test fails on one left (conftest.py).
 pytestmark = pytest.mark.usefixtures("private_tempdir")
@@ -28,28 +36,34 @@ CANARY = load_task(EXAMPLES / "canary")  # a generator
 
 
 class Judge:
-    """The judge's programs: `prepare` and `compare`, alone or after the reset (`--then`);
-    `answer`/`code` is what a reset that is not clean prints and exits with."""
+    """The judge's steps, `prepare` and `compare`, as the worker runs them."""
 
-    def __init__(self, answer: bytes = b"clean\n", code: int = 0) -> None:
-        self.answer, self.code = answer, code
+    def __init__(self) -> None:
         self.log: list[str] = []
 
     def __call__(
         self, c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
     ) -> tuple[int, bytes, bytes]:
-        proof = b""
-        if argv[:3] == RESET_ARGV:
-            assert argv[3] == "--then"
-            argv = argv[4:]
-            if self.code != 0 or self.answer != b"clean\n":
-                self.log.append("reset-failed")
-                return self.code, self.answer, b""
-            proof = b"clean\n"
-            self.log.append("reset")
-        assert argv in (PREPARE, COMPARE)  # the reset becomes one of these, no other
+        assert argv in (PREPARE, COMPARE)  # the worker runs these, no other
         self.log.append(argv[3])
-        return 0, proof + (INPUTS if argv == PREPARE else REPORT), b""
+        return 0, INPUTS if argv == PREPARE else REPORT, b""
+
+
+class Recording(FakeWorker):
+    """The honest worker, logging every request (resets included) in `ops`."""
+
+    ops: ClassVar[list[str]] = []
+
+    def answer(self, req: dict[str, Any]) -> bytes | None:
+        Recording.ops.append(req["op"])
+        return super().answer(req)
+
+
+@pytest.fixture
+def ops(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    Recording.ops = []
+    install(monkeypatch, Recording)
+    return Recording.ops
 
 
 def lend(pool: JudgePool, task: Task, gid: str) -> Lent:
@@ -67,70 +81,199 @@ def grading(pool: JudgePool, task: Task, gid: str) -> tuple[Lent, str]:
     lent = lend(pool, task, gid)
     cid, res = compare(pool, task, gid)
     assert (res.stdout, res.exit_code) == (REPORT, 0)
-    # The proof of a reset is never handed on as inputs or report.
     assert lent.prepare is None if fixed_cases(task) else lent.prepare.stdout == INPUTS
     pool.release(gid)
     pool.finish(gid)
     return lent, cid
 
 
-def test_a_generator_tasks_judge_is_reset_then_prepared_in_one_exec() -> None:
+def test_a_generator_tasks_judge_is_reset_between_gradings_and_prepared_by_request(
+    ops: list[str],
+) -> None:
     judge = Judge()
     rt = FakeRuntime({"python3": judge})
     pool = JudgePool(rt)
     first, cid = grading(pool, CANARY, "g-1")
     assert not first.reused and cid == first.cid
-    assert judge.log == ["prepare", "compare"]  # a new judge needs no reset
-    assert rt.containers[cid].spec.grading_id == pool.gid  # not swept by the grading's scope
+    spec = rt.containers[cid].spec
+    assert spec.grading_id == pool.gid  # not swept by the grading's scope
+    # The worker is the container's own process: no exec, no keep-alive.
+    assert (spec.command, spec.spawned, spec.switch_user, spec.stdin) == (
+        WORKER_ARGV, True, True, True,
+    )  # fmt: skip
     again, cid2 = grading(pool, CANARY, "g-2")
     assert (again.cid, cid2, again.reused) == (cid, cid, True)
-    assert judge.log[2:] == ["reset", "prepare", "compare"]
+    assert judge.log == ["prepare", "compare"] * 2
+    # The reset ends each grading that returns its judge.
+    assert ops == ["prepare", "compare", "reset"] * 2
     pool.close()
     assert rt.leftovers() == []
 
 
-def test_a_fixed_cases_files_judge_runs_compare_alone_after_a_reset_in_the_same_exec() -> None:
+def test_a_fixed_cases_files_judge_runs_compare_alone(ops: list[str]) -> None:
     judge = Judge()
     rt = FakeRuntime({"python3": judge})
     pool = JudgePool(rt)
     _, cid = grading(pool, ADD, "g-1")
-    assert judge.log == ["compare"]  # a new judge: no prepare, no reset
     for n in (2, 3):
         again, cid2 = grading(pool, ADD, f"g-{n}")
         assert (again.cid, cid2, again.reused) == (cid, cid, True)
-    # One exec per grading: the reset, then compare, in one process.
-    assert judge.log[1:] == ["reset", "compare"] * 2
+    assert judge.log == ["compare"] * 3 and ops == ["compare", "reset"] * 3
+    assert pool.created == 1
     pool.close()
     assert rt.leftovers() == []
 
 
-def test_a_judge_whose_reset_fails_before_compare_is_replaced_by_a_new_one() -> None:
-    for judge in (Judge(b"", 1), Judge(b"dirty\n"), Judge(b"clean"), Judge(b"unclean\n")):
-        rt = FakeRuntime({"python3": judge})
+class Unclean(FakeWorker):
+    def answer(self, req: dict[str, Any]) -> bytes | None:
+        if req["op"] == "reset":
+            return frame({"op": "reset", "clean": False})
+        return super().answer(req)
+
+
+class LeavesResidue(FakeWorker):
+    """Its steps say something they started could not be killed, or their scratch emptied."""
+
+    clean = False
+
+
+class Unconfined(FakeWorker):
+    confined = False  # a worker that could not keep a uid of its own
+
+
+@pytest.mark.parametrize("worker", [Unclean, LeavesResidue, Unconfined])
+def test_a_judge_that_cannot_prove_itself_clean_serves_its_grading_only(
+    monkeypatch: pytest.MonkeyPatch, worker: type[FakeWorker]
+) -> None:
+    install(monkeypatch, worker)
+    rt = FakeRuntime({"python3": Judge()})
+    pool = JudgePool(rt)
+    for task in (ADD, CANARY):
+        _, cid = grading(pool, task, f"g-{task.config.id}")
+        assert cid not in rt.containers and pool.discarded >= 1  # its grading went on to the end
+        again = lend(pool, task, f"g-{task.config.id}-2")
+        assert again.cid != cid and not again.reused
+        pool.finish(f"g-{task.config.id}-2")
+    pool.close()
+    assert rt.leftovers() == []
+
+
+def test_a_judge_is_recycled_after_serving_its_share(
+    ops: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(judgepool, "RECYCLE_AFTER", 3)
+    rt = FakeRuntime({"python3": Judge()})
+    pool = JudgePool(rt)
+    cids = [grading(pool, ADD, f"g-{n}")[1] for n in range(7)]
+    assert cids[:3] == [cids[0]] * 3 and cids[3:6] == [cids[3]] * 3 and cids[6] != cids[3]
+    assert (pool.created, pool.recycled) == (3, 2)
+    assert ops.count("reset") == 7 - 2  # a judge leaving is not reset first
+    pool.close()
+    assert rt.leftovers() == []
+
+
+class DiesAt(FakeWorker):
+    """Dies (closes its pipes, its container stops) instead of answering request `n`."""
+
+    n = 1
+
+    def answer(self, req: dict[str, Any]) -> bytes | None:
+        if req["op"] != "reset" and self.steps + 1 == self.n:
+            return None
+        return super().answer(req)
+
+
+class Garbage(FakeWorker):
+    def answer(self, req: dict[str, Any]) -> bytes | None:
+        if req["op"] == "compare":
+            return b"\x00\x00\x00\x05hello"
+        return super().answer(req)
+
+
+class TooMuch(FakeWorker):
+    def answer(self, req: dict[str, Any]) -> bytes | None:
+        if req["op"] == "compare":
+            return b"\x7f\xff\xff\xff" + b"x" * 100
+        return super().answer(req)
+
+
+@pytest.mark.parametrize("worker", [DiesAt, Garbage, TooMuch])
+def test_a_worker_fault_ends_its_own_grading_with_no_verdict_and_no_other(
+    monkeypatch: pytest.MonkeyPatch, worker: type[FakeWorker]
+) -> None:
+    """Two gradings hold a judge each; one judge's worker dies or answers out of frame at its
+    compare. That grading gets an infrastructure error (never a result), its judge is removed,
+    and the other grading, and the next, go on."""
+    rt = FakeRuntime({"python3": Judge()})
+    pool = JudgePool(rt)
+    install(monkeypatch, worker)
+    a = lend(pool, ADD, "g-a")
+    install(monkeypatch, FakeWorker)
+    b = lend(pool, ADD, "g-b")
+    with pytest.raises(WorkerFault):
+        compare(pool, ADD, "g-a")
+    assert a.cid not in rt.containers and pool.faults == 1
+    pool.finish("g-a")
+    used, res = compare(pool, ADD, "g-b")  # the other grading goes on, to its normal end
+    assert (used, res.exit_code, res.stdout) == (b.cid, 0, REPORT)
+    pool.release("g-b")
+    pool.finish("g-b")
+    again, cid = grading(pool, ADD, "g-c")  # and its judge serves the next
+    assert cid == b.cid and again.reused and pool.discarded == 1
+    pool.close()
+    assert rt.leftovers() == []
+
+
+def test_a_judge_killed_between_gradings_is_replaced_not_a_failure(ops: list[str]) -> None:
+    """An idle judge whose container was killed: the next grading gets a new judge, for a
+    generator task (its prepare) and for a fixed cases file (no request before compare)."""
+    for task in (CANARY, ADD):
+        rt = FakeRuntime({"python3": Judge()})
         pool = JudgePool(rt)
-        _, cid = grading(pool, ADD, "g-1")
-        lent = lend(pool, ADD, "g-2")
-        assert lent.cid == cid and lent.prepare is None  # no exec yet
-        other, res = compare(pool, ADD, "g-2")
-        assert other != cid and cid not in rt.containers and pool.discarded == 1
-        assert res.stdout == REPORT and judge.log[1:] == ["reset-failed", "compare"]
+        _, cid = grading(pool, task, "g-1")
+        pipes = pool._idle[cid].resident.channel
+        rt.kill(cid)
+        pipes._requests.close()  # the worker, killed with its container, reads EOF and ends
+        for _ in range(500):
+            if pipes.gone():
+                break
+            time.sleep(0.01)
+        lent = lend(pool, task, "g-2")
+        assert lent.cid != cid and not lent.reused
+        assert cid not in rt.containers and pool.discarded == 1
+        used, _ = compare(pool, task, "g-2")
+        assert used == lent.cid
         pool.release("g-2")
-        assert lend(pool, ADD, "g-3").cid == other
         pool.close()
         assert rt.leftovers() == []
 
 
-def test_a_judge_whose_reset_fails_before_prepare_is_replaced() -> None:
-    judge = Judge(b"dirty\n")
-    rt = FakeRuntime({"python3": judge})
-    pool = JudgePool(rt)
-    _, cid = grading(pool, CANARY, "g-1")
-    other = lend(pool, CANARY, "g-2")
-    assert other.cid != cid and not other.reused and cid not in rt.containers
-    assert other.prepare.stdout == INPUTS and pool.discarded == 1
-    assert judge.log[2:] == ["reset-failed", "prepare"]
-    pool.close()
-    assert rt.leftovers() == []
+def test_a_judge_gone_at_its_first_request_after_being_lent_is_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Killed between its census at lend and the grading's first request: nothing of this
+    grading reached it, so a new judge does the step; a judge that dies later is a fault."""
+
+    class DiesOnReuse(FakeWorker):
+        reset = False
+
+        def answer(self, req: dict[str, Any]) -> bytes | None:
+            if self.reset:
+                return None
+            self.reset = req["op"] == "reset"
+            return super().answer(req)
+
+    install(monkeypatch, DiesOnReuse)
+    for task in (ADD, CANARY):
+        rt = FakeRuntime({"python3": Judge()})
+        pool = JudgePool(rt)
+        _, cid = grading(pool, task, "g-1")
+        install(monkeypatch, FakeWorker)
+        _, used = grading(pool, task, "g-2")
+        assert used != cid and cid not in rt.containers and pool.faults == 1
+        install(monkeypatch, DiesOnReuse)
+        pool.close()
+        assert rt.leftovers() == []
 
 
 def test_a_judge_not_released_is_removed_never_reused() -> None:
@@ -241,14 +384,15 @@ def test_fill_replaces_the_whole_content_and_keeps_links_as_links(tmp_path: Path
 
 
 def test_a_judge_still_running_a_process_after_its_grading_is_never_lent_again() -> None:
-    """The reset alone is no proof: a process left behind could ptrace it as it starts
-    (docs/security.md). So the pool lists the judge's processes from outside at release."""
+    """The worker's reset alone is no proof: what it cannot see or kill (a process of
+    another uid, a worker that lies) the pool's census from outside does (docs/security.md)."""
     rt = FakeRuntime({"python3": Judge()})
     pool = JudgePool(rt)
     first = lend(pool, ADD, "g-1")
     compare(pool, ADD, "g-1")
-    # What a compromised compare could leave: a process that outlives its exec.
-    rt.exec(first.cid, ("sh", "-c", "sleep 600 &"), deadline_s=5, output_cap=64)
+    # A process the fake worker's reset does not end, as a real one's could not.
+    c = rt.containers[first.cid]
+    c.procs.append((max(pid for pid, _ in c.procs) + 1, "sleep"))
     pool.release("g-1")
     assert first.cid not in rt.containers and pool.leftovers == 1 and pool.discarded == 1
     assert lend(pool, ADD, "g-2").cid != first.cid

@@ -83,10 +83,13 @@ ALLOWED: dict[Finding, tuple[int, str]] = {
     ),
     ("_incontainer/judge.py", "importlib.util.module_from_spec"): (3, "the same"),
     ("_incontainer/judge.py", ".exec_module"): (3, "the same"),
-    ("_incontainer/judge_reset.py", "runpy.run_path"): (
+    ("_incontainer/judge_worker.py", "importlib.util.spec_from_file_location"): (
         1,
-        "runs the judge's next step, assay's judge.py, by its path in the read-only bind",
+        "loads assay's own judge.py and confine.py from the read-only /assay bind, before any "
+        "step; task code is loaded only by judge.py, in a step's child",
     ),
+    ("_incontainer/judge_worker.py", "importlib.util.module_from_spec"): (1, "the same"),
+    ("_incontainer/judge_worker.py", ".exec_module"): (1, "the same"),
     ("_incontainer/compat/truth.py", "importlib.util.spec_from_file_location"): (
         1,
         "the task's truth generator, in the trusted prep container, before any candidate exists",

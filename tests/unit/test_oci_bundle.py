@@ -106,6 +106,16 @@ def test_mounts_tmp_scratch_binds_and_init() -> None:
 def test_switch_user_and_unhardened_caps() -> None:
     spec = ContainerSpec(image="i", grading_id="g", role="r", switch_user=True)
     assert bundle.exec_caps(spec) == bundle.SWITCH_CAPS and bundle.exec_user(spec) == "0:0"
+    # The runner as the container's own process (under init): root with exactly the three,
+    # in every set but the inheritable and ambient ones, and no new privileges.
+    runner = ("python3", "-I", "/assay/runner.py")
+    proc = cfg(switch_user=True, command=runner)["process"]
+    assert proc["args"] == [bundle.INIT_PATH, "--", *runner]
+    assert (proc["user"]["uid"], proc["user"]["gid"]) == (0, 0)
+    for kind in ("bounding", "effective", "permitted"):
+        assert proc["capabilities"][kind] == list(bundle.SWITCH_CAPS), kind
+    assert proc["capabilities"]["inheritable"] == proc["capabilities"]["ambient"] == []
+    assert proc["noNewPrivileges"] is True
     loose = ContainerSpec(image="i", grading_id="g", role="r", hardened=False)
     assert bundle.exec_caps(loose) == bundle.DOCKER_DEFAULT_CAPS
     with pytest.raises(ValueError):

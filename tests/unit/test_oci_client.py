@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -37,8 +38,9 @@ def _run_argv(tmp_path: Path, flavour: client.Flavour, flags: tuple[str, ...]) -
     exe, record = _binary(tmp_path)
     cli = Client(exe, tmp_path / flavour.name, flavour.global_flags)
     proc = cli.run(
-        "cid", Path("/b"), Path("/b/pid"), Path("/b/log"), run_flags=flavour.run_flags, flags=flags
-    )
+        "cid", Path("/b"), Path("/b/log"), pid_file=Path("/b/pid"), run_flags=flavour.run_flags,
+        flags=flags,
+    )  # fmt: skip
     assert proc.wait(timeout=10) == 0
     assert stat.S_IMODE(os.stat(tmp_path / flavour.name).st_mode) == 0o700
     return record.read_text().splitlines()
@@ -52,6 +54,28 @@ def test_runc_and_runsc_get_their_own_run_command_lines(tmp_path: Path) -> None:
     root = str(tmp_path / "runsc")
     assert _run_argv(tmp_path, RUNSC, ("--network=none",)) == [
         "--root", root, "--oci-seccomp", "--network=none", *log, "run", *run,
+    ]  # fmt: skip
+
+
+def test_a_spawned_run_has_no_pid_file_and_hands_its_stdio_on(tmp_path: Path) -> None:
+    """`spawn`'s `run`: nothing polls for a pid file, and the runtime's stdio are the pipes
+    the lifecycle gives it (the main process's, passed through)."""
+    exe, record = _binary(tmp_path, out="out")
+    r, w = os.pipe()
+    try:
+        proc = Client(exe, tmp_path / "runc").run(
+            "cid", Path("/b"), Path("/b/log"), run_flags=("--keep",),
+            stdio=(subprocess.DEVNULL, w, w),
+        )  # fmt: skip
+        os.close(w)
+        assert proc.wait(timeout=10) == 0
+        assert os.read(r, 100) == b"out"
+    finally:
+        os.close(r)
+    root = str(tmp_path / "runc")
+    assert record.read_text().splitlines() == [
+        "--root", root, "--log", "/b/log", "--log-format", "json",
+        "run", "--keep", "--bundle", "/b", "cid",
     ]  # fmt: skip
 
 
@@ -72,7 +96,7 @@ def test_exec_and_delete_command_lines(tmp_path: Path) -> None:
 def test_a_missing_binary_is_an_unavailable_engine_and_delete_shrugs(tmp_path: Path) -> None:
     cli = Client(str(tmp_path / "nothing"), tmp_path / "runc")
     with pytest.raises(EngineUnavailableError, match="cannot run"):
-        cli.run("cid", tmp_path, tmp_path / "pid", tmp_path / "log")
+        cli.run("cid", tmp_path, tmp_path / "log", pid_file=tmp_path / "pid")
     cli.delete("cid")  # the caller removes the record itself
     assert client.version(str(tmp_path / "nothing")) is None
 

@@ -113,9 +113,11 @@ def test_all_is_pinned() -> None:
         "Runtime",
         "START_DOCKER_FIX",
         "Scratch",
+        "Spawned",
         "UNPRIVILEGED_USER",
         "diagnose",
         "open_runtime",
+        "run_spawned",
     ]
     assert sorted(assay.runtime.conformance.__all__) == [
         "CHECKS",

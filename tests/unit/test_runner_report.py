@@ -205,7 +205,7 @@ class LateOom(FakeRuntime):
 
 def _spec(tmp_path: Path) -> ContainerSpec:
     return candidate.candidate_container(
-        "img", "g-runner-report", tmp_path, tmp_path, Limits(1 << 30, 64, 1.0)
+        "img", "g-runner-report", tmp_path, tmp_path, Limits(1 << 30, 64, 1.0), ("python3",)
     )
 
 
@@ -214,25 +214,25 @@ def test_a_run_stopped_at_its_memory_limit_names_it_though_the_engine_was_late(
 ) -> None:
     rt = LateOom(oom=True)
     with GradingScope(rt, "g-runner-report") as scope:
-        cid = scope.container(_spec(tmp_path))
-        ran = candidate.run_candidate(scope, cid, ("python3",), 10.0, 1 << 20)
+        cid = scope.container(_spec(tmp_path), start=False)
+        ran = candidate.run_candidate(scope, cid, 10.0, 1 << 20)
     assert ran.stopped and ran.hit == () and ran.late_memory
 
 
 def test_a_run_stopped_at_no_limit_is_no_result(tmp_path: Path) -> None:
     rt = LateOom(oom=False)
     with GradingScope(rt, "g-runner-report") as scope:
-        cid = scope.container(_spec(tmp_path))
+        cid = scope.container(_spec(tmp_path), start=False)
         with pytest.raises(RuntimeError_, match="stopped during its run at no limit"):
-            candidate.run_candidate(scope, cid, ("python3",), 10.0, 1 << 20)
+            candidate.run_candidate(scope, cid, 10.0, 1 << 20)
 
 
 def test_an_honest_run_is_never_probed(tmp_path: Path) -> None:
     rt = FakeRuntime({"python3": lambda c, argv, env: (0, b"{}", b"")})
     rt.wait = None  # type: ignore[assignment,method-assign]  # an exit 0 never asks
     with GradingScope(rt, "g-runner-report") as scope:
-        cid = scope.container(_spec(tmp_path))
-        ran = candidate.run_candidate(scope, cid, ("python3",), 10.0, 1 << 20)
+        cid = scope.container(_spec(tmp_path), start=False)
+        ran = candidate.run_candidate(scope, cid, 10.0, 1 << 20)
     assert (ran.stopped, ran.hit, ran.result.stdout) == (False, (), b"{}")
 
 

@@ -47,3 +47,34 @@ def test_checks_fail_under_python_O_too() -> None:
     out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['check_runs_as_non_root']"
+
+
+class RunOverSpawn(FakeRuntime):
+    """A backend that builds `run` on its `spawn` with `run_spawned`, as the real ones do."""
+
+    def run(self, cid, *, deadline_s, output_cap, stdin=b""):  # type: ignore[no-untyped-def]
+        import time
+
+        from assay.runtime import run_spawned
+
+        t0 = time.monotonic()
+        spawned = self.spawn(cid)
+        return run_spawned(
+            self, spawned, stdin=stdin, deadline=t0 + deadline_s, output_cap=output_cap, t0=t0
+        )
+
+
+# The fake's `sleep` takes no time: the deadline is the real backends' to prove.
+SPAWN_CHECKS = [
+    c
+    for c in CHECKS
+    if c.__name__.startswith(("check_run_", "check_spawn"))
+    and c.__name__ != "check_run_deadline_stops_the_container"
+]
+
+
+@pytest.mark.parametrize("check", SPAWN_CHECKS, ids=lambda c: c.__name__)
+def test_run_spawned_over_a_spawn_conforms(check) -> None:  # type: ignore[no-untyped-def]
+    """`assay.runtime.run_spawned`, the `run` a backend builds on its `spawn`: its stdin,
+    outputs, exit status and cap on real pipes (the fake's process writes from a thread)."""
+    check(RunOverSpawn(), "fake-image")

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 from e2e import EXAMPLES
+from helpers.fakejudge import FakeWorker, install
 
 from assay._internal.model.task import Task, load_task
 from assay._internal.runtime import RuntimeError_
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
 from assay._internal.tiers.strict.grade import MAX_REPORT_BYTES, Source, grade_strict
-from assay._internal.tiers.strict.judgepool import RESET_ARGV, JudgePool
+from assay._internal.tiers.strict.judgepool import JudgePool
 
 TASK = load_task(EXAMPLES / "add")  # a fixed cases file: the controller makes the inputs
 GEN_TASK = load_task(EXAMPLES / "canary")  # a generator: the judge prepares them
@@ -54,10 +55,6 @@ class Script:
     def __call__(
         self, c: FakeContainer, argv: tuple[str, ...], env: Mapping[str, str]
     ) -> tuple[int, bytes, bytes]:
-        if argv[:3] == RESET_ARGV:  # a pooled judge reset, then preparing the next grading
-            assert argv[3] == "--then"
-            code, out, err = self(c, argv[4:], env)
-            return code, b"clean\n" + out, err
         step = argv[3] if argv[2] == "/assay/judge.py" else "runner"
         self.calls.append(step)
         if step == "runner":
@@ -155,16 +152,27 @@ def test_candidate_container_stopped_from_outside_is_an_infrastructure_error() -
     assert rt.leftovers() == []
 
 
-def test_runner_killed_inside_a_running_container_is_a_fail() -> None:
-    # The control: the candidate shares the runner's uid and can kill it; its container still
-    # runs, so that is the submission's doing and a signed fail.
+def test_runner_that_fails_on_its_own_is_a_fail() -> None:
+    # The control: a runner that ends of its own accord with an error (no signal: its status
+    # is below 128) broke on something inside its container, which the submission may have
+    # caused; that is judged, a signed fail, never a retry.
     script = Script(
-        runner=(137, b'{"runner": "x", "cases": ['),
+        runner=(1, b'{"runner": "x", "cases": ['),
         compare=(0, report({i: "fail" for i in IDS}, reasons=["runner:invalid-output"])),
     )
     _, v = run(script)
     assert script.calls == ["runner", "compare"]  # judged, not an error
     assert not v.passed and "runner:invalid-output" in v.reason_codes  # type: ignore[attr-defined]
+
+
+def test_runner_ended_by_a_signal_at_no_limit_is_an_infrastructure_error() -> None:
+    # The runner is its container's own process, under ids no candidate process has: a signal
+    # that ends it at no ceiling came from outside (the memory limit is the one inside).
+    script = Script(runner=(137, b'{"runner": "x", "cases": ['))
+    rt = FakeRuntime(programs={"python3": script})
+    with pytest.raises(RuntimeError_, match="candidate's container stopped"):
+        grade_strict(rt, TASK, Source(path=SOLUTION), "img")
+    assert rt.leftovers() == [] and script.calls == ["runner"]
 
 
 def test_a_judge_killed_at_its_report_cap_is_a_failed_compare_not_an_error() -> None:
@@ -263,4 +271,55 @@ def test_agent_that_cannot_be_frozen_names_the_ceiling_it_hit(oom: bool, reason:
     rt = FakeRuntime(programs={"python3": Script(), "sh": agent})
     v = grade_strict(rt, TASK, Source(agent_cmd="true"), "img").verdict
     assert not v.passed and reason in v.reason_codes, v.reason_codes
+    assert rt.leftovers() == []
+
+
+class _DiesAt(FakeWorker):
+    """A judge worker that dies (its container with it) instead of answering `step`."""
+
+    step = "compare"
+
+    def answer(self, req: dict[str, object]) -> bytes | None:
+        if req["op"] == self.step:
+            return None
+        return super().answer(req)  # type: ignore[arg-type]
+
+
+class _DiesAtPrepare(_DiesAt):
+    step = "prepare"
+
+
+class _AnswersGarbage(FakeWorker):
+    def answer(self, req: dict[str, object]) -> bytes | None:
+        return b"\x00\x00\x00\x08garbage!" if req["op"] == "compare" else super().answer(req)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("worker", "task"),
+    [(_DiesAt, TASK), (_DiesAtPrepare, GEN_TASK), (_AnswersGarbage, TASK)],
+)
+@pytest.mark.parametrize("pooled", [False, True])
+def test_a_judge_worker_that_dies_or_answers_out_of_frame_is_no_verdict(
+    monkeypatch: pytest.MonkeyPatch, worker: type[FakeWorker], task: Task, pooled: bool
+) -> None:
+    """Issue 38: never a pass and never a fail: the grading ends as an infrastructure error
+    (exit 3, graded again on resume), its judge is removed, and the next grading is whole."""
+    install(monkeypatch, worker)
+    script = Script()
+    rt = FakeRuntime(programs={"python3": script})
+    pool = JudgePool(rt) if pooled else None
+    try:
+        with pytest.raises(RuntimeError_, match="the judge's worker"):
+            grade_strict(rt, task, Source(path=SOLUTION), "img", "g-0000000000000001", pool)
+        if pool is not None:
+            pool.finish("g-0000000000000001")
+            assert pool.faults == 1 and pool.discarded == 1
+        install(monkeypatch, FakeWorker)
+        v = grade_strict(rt, task, Source(path=SOLUTION), "img", "g-0000000000000002", pool)
+        assert v.verdict.passed
+        if pool is not None:
+            pool.finish("g-0000000000000002")
+    finally:
+        if pool is not None:
+            pool.close()
     assert rt.leftovers() == []

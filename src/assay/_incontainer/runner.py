@@ -91,7 +91,7 @@ def kill_all(uid: int, deadline_s: float = KILL_DEADLINE_S) -> bool:
 
     `kill(-1)` is the kernel's own walk of its task list: it reaches every process the
     runner's ids may signal (the candidate's uid), whatever state /proc shows, and spares
-    init and the keep-alive (root) and the runner. A fork in progress either completes before
+    init (root) and the runner. A fork in progress either completes before
     the walk or fails. The runner reaps its own children; init reaps the orphans."""
     end = time.monotonic() + deadline_s
     delay = 0.0005
@@ -391,8 +391,8 @@ def cpu_capped(become: Any, seconds: float) -> Any:
 
 def reaped_cpu() -> float:
     """CPU seconds of every process reaped so far by the runner (each case's own process, with
-    what it reaped) or by init (every orphan: the runner's exec has no parent in the
-    container, so orphans go to PID 1). Once `kill_all` has returned True, every process a
+    what it reaped) or by init (every orphan: the runner, init's child, is no subreaper, so
+    orphans go to PID 1). Once `kill_all` has returned True, every process a
     case started is in one of the two, so the difference across a case is all of its CPU.
     Init's share is read from its /proc stat (cutime, cstime: readable by any uid)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -425,6 +425,28 @@ def safe_rel(name: str) -> bool:
     return bool(name) and not name.startswith("/") and all(p not in ("", ".", "..") for p in parts)
 
 
+def stand_in() -> None:
+    """Fork: the parent stays root, init's child, until the runner (the child, which goes on
+    from here) ends, and then ends the same way. Init forwards every signal it receives to
+    its child and dies if it may not (tini); root without CAP_KILL may not signal the runner
+    once it has ids of its own, and signals do reach init (the Go runtime of runc, which
+    starts the container, preempts with SIGURG). The parent takes them and ignores them;
+    whatever SIGKILLs it stops the container, which is what such a signal means."""
+    pid = os.fork()
+    if pid == 0:
+        return
+    for sig in signal.valid_signals():
+        if sig not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
+            try:
+                signal.signal(sig, signal.SIG_IGN)
+            except (OSError, ValueError):
+                pass
+    for fd in (0, 1, 2):  # the runner's output is the runner's alone
+        os.close(fd)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    os._exit(code if code >= 0 else 128 - code)
+
+
 def main() -> None:
     import argparse
 
@@ -443,15 +465,17 @@ def main() -> None:
     a = ap.parse_args()
     if b"init" not in open("/proc/1/cmdline", "rb").read():
         # kill_all() kills every process it may: only sane inside a container's own
-        # pid namespace (PID 1 is docker-init).
+        # pid namespace (PID 1 is the container's init, the runner's parent).
         raise SystemExit("runner: refusing to run outside a container")
+    if os.getppid() == 1:
+        stand_in()
     confine = load_sibling("confine")
     # Before anything else: from here on no capability is left, so kill_all() cannot reach
     # beyond the candidate's uid, and no process of the candidate can reach ours.
     confine.take_own_uid()
     confine.deny_sysv_ipc()
-    # The exec's stdin is a host descriptor that gVisor lets any uid reopen through /proc;
-    # the runner reads nothing from it, and /dev/null is everyone's anyway.
+    # Its stdin (the container's) is a host descriptor that gVisor lets any uid reopen
+    # through /proc; the runner reads nothing from it, and /dev/null is everyone's anyway.
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)

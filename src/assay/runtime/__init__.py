@@ -1,9 +1,11 @@
 """The container runtime contract: what a backend implements so that assay grades on it.
 
 assay never touches a container except through a `Runtime`: create one from a
-`ContainerSpec`, start it, run commands in it (`exec`, returning an `ExecResult`), move tar
-archives in and out, freeze, kill and remove it, and find everything a grading left behind
-by its label. The Docker engine (runc, or gVisor's runsc) is the reference backend, and what
+`ContainerSpec`, start it, run commands in it (`exec`, returning an `ExecResult`), or start a
+`spawned` one whose own process is the work (`spawn`, its stdio as pipes in a `Spawned`; `run`,
+once, to its end, an `ExecResult` too; `run_spawned` builds `run` on `spawn` for a backend),
+move tar archives in and out, freeze, kill and remove it, and find everything a grading left
+behind by its label. The Docker engine (runc, or gVisor's runsc) is the reference backend, and what
 `assay.Grader()` uses unless given another:
 
     grader = assay.Grader(runtime=MyRuntime())
@@ -14,7 +16,10 @@ A backend must keep the contract's promises, each of which a grading's safety re
   root, with no capabilities, a read-only root, no network and every ceiling in its
   `Limits`; its only writable places are /tmp, its `Scratch` directories and binds given
   `read_only=False`;
-- `exec` enforces its deadline and output cap itself and never waits past them;
+- `exec` and `run` enforce their deadline and output cap themselves and never wait past
+  them; a `spawned` container's main process runs as `spec.user` (the `switch_user`
+  runner: root with exactly CAP_SETUID, CAP_SETGID and CAP_SETPCAP), and the container
+  stays, stopped, with its ceilings readable, until `remove`;
 - `get_archive` stops at its cap (`assay.errors.ArchiveTooLargeError`);
 - everything `create` makes carries `LABEL` with its grading id, so `sweep` removes it and
   `leftovers` is empty after a grading;
@@ -46,6 +51,8 @@ from assay._internal.runtime.base import (
     Limits,
     Runtime,
     Scratch,
+    Spawned,
+    run_spawned,
 )
 from assay._internal.runtime.dockerengine import START_DOCKER_FIX
 from assay._internal.runtime.engine import BACKENDS, DEFAULT_BACKEND, OCI_RUNTIMES, open_runtime
@@ -66,8 +73,10 @@ __all__ = [
     "Limits",
     "Runtime",
     "Scratch",
+    "Spawned",
     "diagnose",
     "open_runtime",
+    "run_spawned",
 ]
 
 # Last: doctor imports the conformance suite, which imports this package's siblings.

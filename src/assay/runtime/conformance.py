@@ -2,7 +2,7 @@
 sandbox `self_check`).
 
 Run it against your backend and an image of yours that has `sh`, `echo`, `cat`, `id`,
-`sleep` and `yes` on its PATH:
+`sleep`, `yes`, `grep`, `head` and `tail` on its PATH:
 
     from assay.runtime.conformance import run_conformance
 
@@ -28,13 +28,24 @@ the fake understands, so the same checks prove the fake is a faithful stand-in f
 from __future__ import annotations
 
 import io
+import os
+import selectors
 import tarfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import BinaryIO
 
-from assay._internal.runtime.base import AGENT_UID, ContainerSpec, Limits, Runtime, Scratch
+from assay._internal.runtime.base import (
+    AGENT_UID,
+    ContainerSpec,
+    Limits,
+    Runtime,
+    Scratch,
+    stopped_ceilings,
+)
+from assay._internal.runtime.fake import MEMORY_HOG, STATUS_SCRIPT
 from assay._internal.runtime.scope import GradingScope
 from assay.errors import ArchiveTooLargeError, CensusUnavailableError
 
@@ -278,6 +289,116 @@ def check_command_as_init_shares_mounts_and_ends_with_its_command(rt: Runtime, i
         _require(r.stdout == b"shared", r)
 
 
+def _spawned(scope: GradingScope, image: str, command: tuple[str, ...], **kw: object) -> str:
+    """A `spawned` container whose main process is `command`, created, not started."""
+    spec = _spec(image, scope.grading_id, command=command, spawned=True, **kw)
+    return scope.container(spec, start=False)
+
+
+def _read_to_end(stream: BinaryIO, within_s: float) -> bytes:
+    """Everything `stream` gives until its end, or what came within `within_s`."""
+    end, got = time.monotonic() + within_s, bytearray()
+    with selectors.DefaultSelector() as sel:
+        sel.register(stream.fileno(), selectors.EVENT_READ)
+        while (left := end - time.monotonic()) > 0:
+            if sel.select(timeout=left):
+                chunk = os.read(stream.fileno(), 65536)
+                if not chunk:
+                    break
+                got.extend(chunk)
+    return bytes(got)
+
+
+def check_run_output_and_exit_code(rt: Runtime, image: str) -> None:
+    """`run` starts a `spawned` container once, its command as its own process (no exec), and
+    returns what it wrote and its exit status: 128 + N when signal N ended it; given `stdin`,
+    the process reads it. The container stays, stopped, until it is removed."""
+    gid = _gid()
+    with GradingScope(rt, gid) as scope:
+        cid = _spawned(scope, image, ("echo", "hello"))
+        r = rt.run(cid, deadline_s=30, output_cap=1024)
+        _require((r.exit_code, r.stdout, r.timed_out, r.truncated) == (0, b"hello\n", 0, 0), r)
+        _require(rt.wait(cid, 10) == 0 and len(rt.leftovers(gid)) >= 1, rt.leftovers(gid))
+        for script, code in (("exit 7", 7), ("kill -9 $$", 128 + 9)):
+            r = rt.run(_spawned(scope, image, ("sh", "-c", script)), deadline_s=30, output_cap=64)
+            _require(r.exit_code == code, (script, r))
+        cid = _spawned(scope, image, ("cat",), stdin=True)
+        r = rt.run(cid, deadline_s=30, output_cap=1024, stdin=b"ping")
+        _require((r.exit_code, r.stdout) == (0, b"ping"), r)
+
+
+def check_spawn_gives_the_main_process_stdio_as_pipes(rt: Runtime, image: str) -> None:
+    """`spawn`: what is written to the main process's stdin comes back from its stdout, the
+    end of stdin is the end of `cat`, and `wait` gives the exit status."""
+    gid = _gid()
+    with GradingScope(rt, gid) as scope:
+        cid = _spawned(scope, image, ("cat",), stdin=True)
+        proc = rt.spawn(cid)
+        try:
+            _require(proc.cid == cid and proc.stdin is not None, proc)
+            assert proc.stdin is not None
+            proc.stdin.write(b"ping")
+            proc.stdin.close()
+            _require(_read_to_end(proc.stdout, 30) == b"ping")
+            _require(rt.wait(cid, 30) == 0)
+        finally:
+            proc.close()
+
+
+def check_run_deadline_stops_the_container(rt: Runtime, image: str) -> None:
+    """Past `deadline_s` the container is killed: `timed_out`, no exit code, no long wait."""
+    gid = _gid()
+    with GradingScope(rt, gid) as scope:
+        cid = _spawned(scope, image, ("sleep", "30"))
+        r = rt.run(cid, deadline_s=1.0, output_cap=1024)
+        _require(r.timed_out and r.exit_code is None and r.duration_s < 10, r)
+        _require(rt.wait(cid, 10) is not None)
+
+
+def check_run_output_cap_stops_the_container(rt: Runtime, image: str) -> None:
+    """A main process writing past `output_cap` is killed: `truncated`, at most the cap kept."""
+    gid = _gid()
+    with GradingScope(rt, gid) as scope:
+        cid = _spawned(scope, image, ("sh", "-c", "yes"))
+        r = rt.run(cid, deadline_s=30, output_cap=4096)
+        _require(r.truncated and r.exit_code is None and len(r.stdout) <= 4096, r)
+        _require(rt.wait(cid, 10) is not None)
+
+
+def check_run_ceilings_are_read_after_it_ended(rt: Runtime, image: str) -> None:
+    """The ceiling a spawned container hit is still named once it has stopped (the strict
+    runner's memory limit is read after its run), and nothing of it is left after its
+    grading."""
+    gid = _gid()
+    with GradingScope(rt, gid) as scope:
+        cid = _spawned(scope, image, ("sh", "-c", MEMORY_HOG))
+        r = rt.run(cid, deadline_s=60, output_cap=1024)
+        _require(r.exit_code not in (0, None), r)
+        _require("memory" in stopped_ceilings(rt, cid), rt.limit_events(cid))
+        scope.discard(cid)
+    _require(rt.leftovers(gid) == [], rt.leftovers(gid))
+
+
+def check_spawned_ids_and_capabilities(rt: Runtime, image: str) -> None:
+    """A spawned container's main process runs as the spec's user with no capability; with
+    `switch_user` (the strict runner) as root holding exactly CAP_SETUID, CAP_SETGID and
+    CAP_SETPCAP; never with new privileges."""
+    gid = _gid()
+    switch = (1 << 6) | (1 << 7) | (1 << 8)  # CAP_SETGID, CAP_SETUID, CAP_SETPCAP
+    with GradingScope(rt, gid) as scope:
+        for switch_user, uid, caps in ((False, str(AGENT_UID), 0), (True, "0", switch)):
+            cid = _spawned(scope, image, ("sh", "-c", STATUS_SCRIPT), switch_user=switch_user)
+            r = rt.run(cid, deadline_s=30, output_cap=4096)
+            _require(r.exit_code == 0, r)
+            lines = r.stdout.decode(errors="replace").splitlines()
+            status = {k: v.strip() for k, _, v in (line.partition(":") for line in lines)}
+            _require(status.get("Uid", "").split()[:1] == [uid], (switch_user, status))
+            for cap in ("CapEff", "CapBnd"):
+                _require(int(status.get(cap, "-1"), 16) == caps, (switch_user, cap, status))
+            # gVisor's status has no NoNewPrivs line.
+            _require(status.get("NoNewPrivs", "1") == "1", status)
+
+
 CHECKS: tuple[Check, ...] = (
     check_exec_output_and_exit_code,
     check_runs_as_non_root,
@@ -294,6 +415,12 @@ CHECKS: tuple[Check, ...] = (
     check_gradings_lists_a_live_grading,
     check_census_sees_a_process_left_running,
     check_command_as_init_shares_mounts_and_ends_with_its_command,
+    check_run_output_and_exit_code,
+    check_spawn_gives_the_main_process_stdio_as_pipes,
+    check_run_deadline_stops_the_container,
+    check_run_output_cap_stops_the_container,
+    check_run_ceilings_are_read_after_it_ended,
+    check_spawned_ids_and_capabilities,
 )
 
 

@@ -12,6 +12,8 @@ from .base import (
     Runtime,
     RuntimeError_,
     Scratch,
+    Spawned,
+    run_spawned,
 )
 from .scope import GradingScope
 
@@ -28,4 +30,6 @@ __all__ = [
     "Runtime",
     "RuntimeError_",
     "Scratch",
+    "Spawned",
+    "run_spawned",
 ]

@@ -7,8 +7,11 @@ hardening lives in one place per backend and the conformance suite
 
 from __future__ import annotations
 
+import os
+import selectors
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal, Protocol
@@ -82,9 +85,10 @@ class ContainerSpec:
     role: str
     """What it is for ("candidate", "judge", "agent"...), for messages and labels only."""
     command: tuple[str, ...] = ("sleep", "infinity")
-    """The container's main process (a keep-alive: the work runs through `Runtime.exec`)."""
+    """The container's main process: a keep-alive while the work runs through `Runtime.exec`,
+    or, with `spawned`, the work itself."""
     user: str = UNPRIVILEGED_USER
-    """uid:gid every `exec` in it runs as."""
+    """uid:gid every `exec` in it runs as, and a `spawned` container's main process."""
     env: Mapping[str, str] = field(default_factory=dict)
     binds: tuple[Bind, ...] = ()
     scratch: tuple[Scratch, ...] = ()
@@ -95,19 +99,29 @@ class ContainerSpec:
     # what unsafe harnesses do; every real tier keeps them.
     hardened: bool = True
     switch_user: bool = False
-    """The strict tier's candidate: its one exec (the runner) starts as root holding only
-    CAP_SETUID, CAP_SETGID and CAP_SETPCAP, and itself drops them, keeping a uid of its own
-    and running each case as `user` (_incontainer/confine.py). Hardened containers only."""
+    """The strict tier's candidate: its runner (the main process `spawn` starts, or an exec)
+    starts as root holding only CAP_SETUID, CAP_SETGID and CAP_SETPCAP, and itself drops them,
+    keeping a uid of its own and running each case as `user` (_incontainer/confine.py). The
+    three are the container's whole set: its root init holds them too, and no other uid can
+    signal, trace or open the init. Hardened containers only."""
     network: Literal["none", "host"] = "none"
     """Only for an unhardened container; a hardened one has no network whatever this says."""
     init: bool = True
     """False: `command` is the container's PID 1, run as `user`. When it exits, the kernel
     ends every other process in the container's PID namespace before the container counts
-    as stopped (the harbor tier's tests). True: the engine's init and the keep-alive run as
-    root, and every exec as `user`."""
+    as stopped (the harbor tier's tests). True: the engine's init is PID 1 and `command` its
+    child; the init and the keep-alive run as root, and every exec as `user` (a `spawned`
+    container's init runs with its command's ids)."""
     mounts_of: str | None = None
     """Another container of the grading whose binds and scratch this one mounts too, at the
     same paths, on top of its own (Docker's `volumes_from`)."""
+    spawned: bool = False
+    """`command` is the work, started by `Runtime.spawn` or `Runtime.run` with no exec: it
+    and its init run as `user` (with `switch_user`, as root holding the three capabilities),
+    and the container stops when it ends. False: started by `Runtime.start`, for `exec`."""
+    stdin: bool = False
+    """A `spawned` container's main process reads its stdin from the controller
+    (`Spawned.stdin`, or the bytes `Runtime.run` is given); otherwise its stdin is empty."""
 
 
 @dataclass(frozen=True)
@@ -132,10 +146,182 @@ class ExecResult:
     it (gVisor stops its whole sandbox at the memory limit); the caller asks `oom_killed`."""
 
 
+@dataclass
+class Spawned:
+    """A container's main process as `Runtime.spawn` started it: its stdio are pipes this
+    process holds. What comes out of them is hostile bytes, to be read with limits."""
+
+    cid: str
+    stdin: BinaryIO | None
+    """Writable, unbuffered: the main process's stdin (None unless the spec asked for
+    `stdin`). Closing it is the process's end of input."""
+    stdout: BinaryIO
+    """Readable, unbuffered, with a file descriptor (`fileno()`) a selector can wait on."""
+    stderr: BinaryIO
+    """As `stdout`. Read both: a process blocked on a full pipe never ends."""
+
+    def close(self) -> None:
+        """Close this process's ends of the pipes (idempotent)."""
+        for stream in (self.stdin, self.stdout, self.stderr):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+
+
 # The errors live in assay.errors; these are the names the implementation has always used.
 RuntimeError_ = EngineError
 CensusUnavailable = CensusUnavailableError
 ArchiveTooLarge = ArchiveTooLargeError
+
+
+READ_CHUNK = 65536
+STOP_POLL_S = 1.0
+"""How long `run_spawned` reads in silence before it asks whether the container stopped (an
+engine may hold a stopped container's stream open)."""
+STOPPED_READ_S = 0.5
+"""How long the output of a container seen stopped is still read before it counts as whole."""
+DRAIN_S = 10.0
+"""How long a killed container's pipes are read for their end, killing again meanwhile."""
+
+
+def run_spawned(
+    rt: Runtime,
+    spawned: Spawned,
+    *,
+    stdin: bytes,
+    deadline: float,
+    output_cap: int,
+    t0: float,
+) -> ExecResult:
+    """`Runtime.run` over `Runtime.spawn`, for a backend to build it on: write `stdin` (then
+    close it), read stdout and stderr until both end, until they pass `output_cap` bytes
+    together or until `deadline` (a `time.monotonic()` instant), whichever comes first, then
+    wait for the main process's exit status. Past the cap or the deadline the container is
+    killed (`rt.kill`) and the pipes are read to their end, so that no writer stays blocked
+    on a full pipe, and the result has no exit code. `t0` is when the call began. Closes
+    `spawned`; raises what `rt.kill` and `rt.wait` raise."""
+    out, err = bytearray(), bytearray()
+    reads = {spawned.stdout.fileno(): out, spawned.stderr.fileno(): err}
+    sel = selectors.DefaultSelector()
+    pending = memoryview(stdin)
+    timed_out = truncated = False
+    try:
+        if spawned.stdin is not None:
+            if pending:
+                os.set_blocking(spawned.stdin.fileno(), False)
+                sel.register(spawned.stdin.fileno(), selectors.EVENT_WRITE, None)
+            else:
+                spawned.stdin.close()
+        elif pending:
+            raise ValueError("stdin given to a container whose spec reads none")
+        for fd, buf in reads.items():
+            sel.register(fd, selectors.EVENT_READ, buf)
+        quiet_since = time.monotonic()
+        stopped_by: float | None = None  # when the output may be taken as complete
+        while any(key.data is not None for key in sel.get_map().values()):
+            now = time.monotonic()
+            if stopped_by is not None and now >= stopped_by:
+                break
+            left = deadline - now
+            if left <= 0:
+                timed_out = True
+                break
+            events = sel.select(timeout=min(left, STOP_POLL_S))
+            for key, _ in events:
+                if key.data is None:
+                    pending = _feed(spawned, sel, key.fd, pending)
+                    continue
+                chunk = os.read(key.fd, READ_CHUNK)
+                if not chunk:
+                    sel.unregister(key.fd)
+                    continue
+                key.data.extend(chunk)
+                if len(out) + len(err) > output_cap:
+                    truncated = True
+            if truncated:
+                break
+            if events:
+                quiet_since = time.monotonic()
+            elif stopped_by is None and time.monotonic() - quiet_since >= STOP_POLL_S:
+                # Silent for a while: a container that stopped with its stream still open
+                # (gVisor through an engine) must not be waited on until the deadline. What
+                # it wrote last is still read, for a moment.
+                if rt.wait(spawned.cid, 0.001) is not None:
+                    stopped_by = time.monotonic() + STOPPED_READ_S
+                quiet_since = time.monotonic()
+        code: int | None = None
+        if not (timed_out or truncated):
+            code = rt.wait(spawned.cid, max(deadline - time.monotonic(), 0.001))
+            timed_out = code is None
+        if timed_out or truncated:
+            # Read on while the kill lands: an engine may not finish a stop while the
+            # container's output waits on a full pipe of ours.
+            drain = threading.Thread(
+                target=_drain, args=(spawned, DRAIN_S, lambda: rt.kill(spawned.cid)), daemon=True
+            )
+            drain.start()
+            try:
+                rt.kill(spawned.cid)
+            finally:
+                drain.join(DRAIN_S + 1)
+            rt.wait(spawned.cid, DRAIN_S)
+            code = None
+        return ExecResult(
+            exit_code=code,
+            stdout=bytes(out[:output_cap]),
+            stderr=bytes(err[: max(output_cap - len(out), 0)]),
+            timed_out=timed_out,
+            truncated=truncated,
+            duration_s=time.monotonic() - t0,
+        )
+    finally:
+        sel.close()
+        spawned.close()
+
+
+def _feed(
+    spawned: Spawned, sel: selectors.BaseSelector, fd: int, pending: memoryview
+) -> memoryview:
+    """One write of `pending` into the process's stdin; closed once all of it is written, or
+    once the process will take no more (what it never read is its own loss)."""
+    try:
+        pending = pending[os.write(fd, pending[:READ_CHUNK]) :]
+    except BlockingIOError:
+        return pending
+    except OSError:
+        pending = pending[:0]
+    if not pending:
+        sel.unregister(fd)
+        assert spawned.stdin is not None
+        spawned.stdin.close()
+    return pending
+
+
+def _drain(spawned: Spawned, within_s: float, again: Callable[[], None] | None = None) -> None:
+    """Read (and drop) stdout and stderr until both end or `within_s` passes; `again` is
+    called every half second meanwhile (a kill that may have come too early)."""
+    end = time.monotonic() + within_s
+    sel = selectors.DefaultSelector()
+    try:
+        for stream in (spawned.stdout, spawned.stderr):
+            if not stream.closed:
+                sel.register(stream.fileno(), selectors.EVENT_READ)
+        while sel.get_map() and (left := end - time.monotonic()) > 0:
+            events = sel.select(timeout=min(left, 0.5))
+            for key, _ in events:
+                if not os.read(key.fd, READ_CHUNK):
+                    sel.unregister(key.fd)
+            if not events and again is not None:
+                try:
+                    again()
+                except EngineError:
+                    pass  # the caller's own kill says what the engine did
+    except (OSError, ValueError):
+        pass  # closed under it: nothing more to read
+    finally:
+        sel.close()
 
 
 def ceilings_hit(rt: Runtime, cid: str) -> list[str]:
@@ -216,6 +402,37 @@ class Runtime(Protocol):
         started) and the result says timed_out or truncated. Returns the `ExecResult`; a
         command's own failure is a non-zero `exit_code`, never an exception. Raises
         `EngineError` if the container is not running or the engine loses the command."""
+        ...
+
+    def spawn(self, cid: str) -> Spawned:
+        """Start the container `cid`, created from a `spawned` spec and never started, with
+        its main process's stdio as pipes this process holds (`Spawned`): the main process is
+        `spec.command`, under the engine's init when `spec.init`, run as `spec.user`, or with
+        `switch_user` as root holding exactly CAP_SETUID, CAP_SETGID and CAP_SETPCAP (the
+        container's whole set); it reads `Spawned.stdin` if `spec.stdin`, else an empty
+        stdin. Every other promise of a hardened spec holds for it. No exec is needed: the
+        container does its work and stops when its main process ends, and stays, stopped,
+        until `remove`, so that `wait` gives the exit status (as `run` tells it) and
+        `limit_events` and `oom_killed` what it hit. The caller reads stdout and stderr (a
+        process blocked on a full pipe never ends), enforces its own deadline and cap (`kill`)
+        and closes the `Spawned`. Raises `EngineError` if the container cannot start, or was
+        not created `spawned`."""
+        ...
+
+    def run(
+        self, cid: str, *, deadline_s: float, output_cap: int, stdin: bytes = b""
+    ) -> ExecResult:
+        """The one-shot use of `spawn`: start the container `cid` (created `spawned`, never
+        started), write `stdin` to its main process and close it (`spec.stdin` must be set unless
+        `stdin` is empty: else `ValueError`), collect stdout and stderr, and wait for the
+        process to end, at most `deadline_s` seconds from the call; the backend enforces the
+        deadline itself. Past the deadline or over `output_cap` bytes (stdout and stderr
+        together) the container is killed and the result says timed_out or truncated, with
+        no exit code. Otherwise `exit_code` is the main process's status, 128 + N when signal
+        N ended it (as a shell tells it, with an init or not). The container stays, stopped,
+        until `remove`: its ceilings are read after `run` (`ceilings_hit`). A command's own
+        failure is its exit status, never an exception; raises `EngineError` if the container
+        cannot start or the engine loses it. `run_spawned` builds it on `spawn`."""
         ...
 
     def wait(self, cid: str, deadline_s: float) -> int | None:

@@ -30,7 +30,12 @@ from assay.errors import EngineError
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("memory", "pids", "cpu", "cpuacct", "cpuset", "devices", "freezer", "blkio")
-"""The v1 hierarchies a container's group has a directory in (runc makes one in each)."""
+"""The v1 controllers' hierarchies a container's group has a directory in (runc makes one in
+each)."""
+HIERARCHIES = (*CONTROLLERS, "systemd", "unified")
+"""Every hierarchy runc makes the group in on this host's hybrid layout: the controllers',
+systemd's named one and the (empty) unified one; what `remove` removes and `leftovers`
+looks for."""
 FREEZE_WAIT_S = 2.0
 
 
@@ -183,7 +188,7 @@ class Cgroup:
 
     def leftovers(self) -> list[Path]:
         """The group's directories still on the host."""
-        return [self.dir(c) for c in CONTROLLERS if self.dir(c).is_dir()]
+        return [self.dir(c) for c in HIERARCHIES if self.dir(c).is_dir()]
 
     def remove(self) -> None:
         for path in self.leftovers():
@@ -196,7 +201,7 @@ class Cgroup:
 def groups_under(parent: str, root: Path = CGROUP_ROOT) -> list[Path]:
     """Every group directory under `parent`, in every v1 hierarchy (what `gc` looks for)."""
     found: list[Path] = []
-    for ctl in CONTROLLERS:
+    for ctl in HIERARCHIES:
         base = root / ctl / parent
         if base.is_dir():
             found.extend(p for p in base.iterdir() if p.is_dir())

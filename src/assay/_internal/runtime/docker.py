@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import calendar
 import logging
+import os
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -28,6 +31,8 @@ from .base import (
     ContainerStuckError,
     ExecResult,
     RuntimeError_,
+    Spawned,
+    run_spawned,
 )
 from .dockerconfig import EXEC_USER_LABEL
 from .dockerengine import STUCK_FIX, connect, lost_or_stuck
@@ -82,6 +87,7 @@ class DockerRuntime:
         self._digests: dict[str, str] = {}
         self._paused: set[str] = set()
         self._users: dict[str, str] = {}
+        self._stdin: dict[str, bool] = {}
         # The engine's own default is whatever its version shipped (Debian 12's Docker 20.10
         # still allows io_uring); this is the current one, the runc backend's too.
         self._seccomp = "seccomp=" + profile_text()
@@ -118,6 +124,8 @@ class DockerRuntime:
         except docker.errors.APIError as exc:
             raise RuntimeError_(f"could not create the {spec.role} container: {exc}") from exc
         self._users[cid] = dockerconfig.exec_user(spec)
+        if spec.spawned:
+            self._stdin[cid] = spec.stdin
         return cid
 
     def _exec_user(self, cid: str) -> str:
@@ -133,6 +141,53 @@ class DockerRuntime:
 
     def start(self, cid: str) -> None:
         self._call("start", self._api.start, cid)
+
+    def spawn(self, cid: str) -> Spawned:
+        # Attached before the start: with no log driver, output written before an attach is
+        # lost. The engine multiplexes stdout and stderr on one stream (8-byte frame
+        # headers); a thread puts each frame into a pipe of its own, which is what a
+        # `Spawned` holds on every backend.
+        if cid in self._users and cid not in self._stdin:
+            raise RuntimeError_(f"container {cid[:12]} was not created to be spawned")
+        stdin = self._stdin.pop(cid, None)
+        if stdin is None:  # created by another controller
+            info = self._call("attach", self._api.inspect_container, cid)
+            stdin = bool(info["Config"]["OpenStdin"])
+        params = {"stdout": 1, "stderr": 1, "stream": 1, "stdin": int(stdin)}
+        conn = self._call("attach", self._api.attach_socket, cid, params)
+        raw: socket.socket = getattr(conn, "_sock", conn)
+        pipes = [os.pipe(), os.pipe()] + ([os.pipe()] if stdin else [])
+        (out_r, out_w), (err_r, err_w) = pipes[0], pipes[1]
+        threading.Thread(
+            target=_demux, args=(conn, {1: out_w, 2: err_w}), daemon=True, name="attach-out"
+        ).start()
+        if stdin:
+            in_r, in_w = pipes[2]
+            threading.Thread(target=_forward, args=(in_r, raw), daemon=True).start()
+        try:
+            self._call("start", self._api.start, cid)
+        except BaseException:
+            _shut(raw)
+            for fd in (out_r, err_r) + ((in_w,) if stdin else ()):
+                os.close(fd)
+            raise
+        return Spawned(
+            cid,
+            stdin=os.fdopen(in_w, "wb", buffering=0) if stdin else None,
+            stdout=os.fdopen(out_r, "rb", buffering=0),
+            stderr=os.fdopen(err_r, "rb", buffering=0),
+        )
+
+    def run(
+        self, cid: str, *, deadline_s: float, output_cap: int, stdin: bytes = b""
+    ) -> ExecResult:
+        t0 = time.monotonic()
+        if stdin and not self._stdin.get(cid, True):
+            raise ValueError("stdin given to a container whose spec reads none")
+        return run_spawned(
+            self, self.spawn(cid), stdin=stdin, deadline=t0 + deadline_s,
+            output_cap=output_cap, t0=t0,
+        )  # fmt: skip
 
     @_engine_loss("kill")
     def kill(self, cid: str) -> None:
@@ -189,6 +244,7 @@ class DockerRuntime:
 
     def _remove(self, cid: str) -> None:
         self._users.pop(cid, None)
+        self._stdin.pop(cid, None)
         # A controller killed mid-census must not leave it frozen behind the engine.
         _cgroup(cid).thaw()
         if cid in self._paused:
@@ -502,3 +558,69 @@ class DockerRuntime:
 
     def _lost_or_stuck(self, what: str, exc: Exception) -> RuntimeError_ | EngineUnavailableError:
         return lost_or_stuck(self._api, what, exc)
+
+
+FRAME_HEADER = struct.Struct(">BxxxL")
+
+
+def _read_exactly(conn: Any, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = conn.read(n - len(buf))
+        if not chunk:
+            break
+        buf.extend(chunk)
+    return bytes(buf)
+
+
+def _demux(conn: Any, fds: dict[int, int]) -> None:
+    """Copy an attach stream's frames into the pipe of each frame's stream (1 stdout, 2
+    stderr) until the stream ends, then close every pipe: the reader's end-of-file."""
+    try:
+        while True:
+            header = _read_exactly(conn, FRAME_HEADER.size)
+            if len(header) < FRAME_HEADER.size:
+                return
+            kind, size = FRAME_HEADER.unpack(header)
+            while size > 0:
+                chunk = conn.read(min(size, 65536))
+                if not chunk:
+                    return
+                size -= len(chunk)
+                fd = fds.get(kind)
+                if fd is not None:
+                    _write_all(fd, chunk)
+    except OSError:
+        return  # the reader closed its end, or the stream broke: the container's state says
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+        try:
+            conn.close()
+        except OSError:
+            pass
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _forward(src: int, sock: socket.socket) -> None:
+    """The controller's stdin pipe into the attach stream; its end is the container's."""
+    try:
+        while chunk := os.read(src, 65536):
+            sock.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        os.close(src)
+        _shut(sock, socket.SHUT_WR)
+
+
+def _shut(sock: socket.socket, how: int = socket.SHUT_RDWR) -> None:
+    try:
+        sock.shutdown(how)
+    except OSError:
+        pass

@@ -70,6 +70,8 @@ def create_args(
     `seccomp=<profile JSON>` security option of a hardened container."""
     if spec.switch_user and not spec.hardened:
         raise ValueError("switch_user is only for a hardened container")
+    if spec.stdin and not spec.spawned:
+        raise ValueError("stdin is only for a spawned container")
     lim = spec.limits
     kwargs: dict[str, Any] = {
         "command": list(spec.command),
@@ -78,7 +80,11 @@ def create_args(
         "environment": dict(spec.env),
         "working_dir": spec.workdir,
         "init": spec.init,
-        "detach": True,
+        # Not detached when the main process reads the controller's stdin: only then does the
+        # engine close that stdin once the attached controller has closed its end
+        # (`StdinOnce`); the container is still started by `start`, never by this call.
+        "detach": not spec.stdin,
+        "stdin_open": spec.stdin,
         "mem_limit": lim.memory_bytes,
         "memswap_limit": lim.memory_bytes,
         "pids_limit": lim.pids,
@@ -93,9 +99,11 @@ def create_args(
             # candidate's uid cannot open their fds through /proc (a flood into
             # the engine's stdout pipe) or kill them to end the container. Every
             # exec names the spec's user instead (see `exec`). A container whose
-            # command is its init (`init=False`) has no keep-alive to protect: its
-            # command runs as the spec's user, and the container ends with it.
-            user="0:0" if spec.init else spec.user,
+            # command is its init (`init=False`) or the work (`spawned`) has no
+            # keep-alive to protect: its command runs as the spec's user (the strict
+            # candidate's runner as root, with the three it spends), and the container
+            # ends with it.
+            user="0:0" if (spec.init and not spec.spawned) or spec.switch_user else spec.user,
             read_only=True,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges", seccomp],

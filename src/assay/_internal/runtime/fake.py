@@ -9,13 +9,15 @@ from __future__ import annotations
 import hashlib
 import io
 import itertools
+import os
 import posixpath
 import tarfile
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from .base import ArchiveTooLarge, ContainerSpec, ExecResult, RuntimeError_
+from .base import ArchiveTooLarge, ContainerSpec, ExecResult, RuntimeError_, Spawned
 from .owner import owner_is_dead, this_owner
 
 
@@ -32,9 +34,17 @@ class FakeContainer:
     owner: str = field(default_factory=this_owner)
     exit_code: int | None = None
     ran_s: float = 0.0
+    stdin: bytes = b""
+    """What a spawned main process was given on its stdin (`cat` with no file prints it)."""
 
 
 Program = Callable[[FakeContainer, tuple[str, ...], Mapping[str, str]], tuple[int, bytes, bytes]]
+STATUS_SCRIPT = "grep -E '^(Uid|CapEff|CapBnd|NoNewPrivs):' /proc/self/status"
+"""The command the conformance suite asks for a process's ids and capabilities with."""
+SWITCH_CAPS = (1 << 6) | (1 << 7) | (1 << 8)  # CAP_SETGID, CAP_SETUID, CAP_SETPCAP
+MEMORY_HOG = "head -c 1073741824 /dev/zero | tail -n 1 > /dev/null"
+"""A command that takes memory until its container's limit kills it (tail keeps the one
+line it has read, which never ends)."""
 
 
 class FakeRuntime:
@@ -70,6 +80,74 @@ class FakeRuntime:
             c.procs = [(1, c.spec.command[0])]
             c.exit_code, _, _, c.ran_s = self._run(c, c.spec.command, c.spec.env)
             c.procs, c.state = [], "exited"
+
+    def _spawnable(self, cid: str) -> FakeContainer:
+        c = self._get(cid)
+        if not c.spec.spawned:
+            raise RuntimeError_(f"spawn: {cid} was not created to be spawned")
+        if c.state != "created":
+            raise RuntimeError_(f"spawn: {cid} was started already")
+        c.state = "running"
+        return c
+
+    def _ended(self, c: FakeContainer, code: int | None, seconds: float) -> None:
+        # The main process's end is the container's: nothing of it runs any more.
+        c.exit_code, c.ran_s, c.procs, c.state = code, seconds, [], "exited"
+
+    def spawn(self, cid: str) -> Spawned:
+        """The main process runs on a thread once its stdin has ended (it reads all of it
+        first), writing its output into real pipes; no virtual time passes."""
+        c = self._spawnable(cid)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        in_r, in_w = os.pipe() if c.spec.stdin else (-1, -1)
+
+        def main() -> None:
+            try:
+                if in_r >= 0:
+                    chunks = []
+                    while chunk := os.read(in_r, 65536):
+                        chunks.append(chunk)
+                    c.stdin = b"".join(chunks)
+                code, out, err, seconds = self._run(c, c.spec.command, c.spec.env)
+                for fd, data in ((out_w, out), (err_w, err)):
+                    try:
+                        view = memoryview(data)
+                        while view:
+                            view = view[os.write(fd, view) :]
+                    except OSError:
+                        pass  # the reader closed its end
+                self._ended(c, code, seconds)
+            finally:
+                for fd in (in_r, out_w, err_w):
+                    if fd >= 0:
+                        os.close(fd)
+
+        threading.Thread(target=main, daemon=True).start()
+        return Spawned(
+            cid,
+            stdin=os.fdopen(in_w, "wb", buffering=0) if in_w >= 0 else None,
+            stdout=os.fdopen(out_r, "rb", buffering=0),
+            stderr=os.fdopen(err_r, "rb", buffering=0),
+        )
+
+    def run(
+        self, cid: str, *, deadline_s: float, output_cap: int, stdin: bytes = b""
+    ) -> ExecResult:
+        """As `exec` on the virtual clock, with the spec's command as the main process."""
+        if stdin and not self._get(cid).spec.stdin:
+            raise ValueError("stdin given to a container whose spec reads none")
+        c = self._spawnable(cid)
+        c.stdin = stdin
+        code, out, err, seconds = self._run(c, c.spec.command, c.spec.env)
+        if seconds > deadline_s:
+            self._ended(c, None, deadline_s)
+            return ExecResult(None, b"", b"", True, False, deadline_s)
+        if len(out) + len(err) > output_cap:
+            self._ended(c, None, seconds)
+            return ExecResult(None, out[:output_cap], b"", False, True, seconds)
+        self._ended(c, code, seconds)
+        return ExecResult(code, out, err[: max(output_cap - len(out), 0)], False, False, seconds)
 
     def kill(self, cid: str) -> None:
         if cid in self.containers:
@@ -132,6 +210,8 @@ class FakeRuntime:
                 return 0, (" ".join(words) + "\n").encode(), b"", 0.0
             case ("sleep", secs):
                 return 0, b"", b"", float(secs)
+            case ("cat",):
+                return 0, c.stdin, b"", 0.0
             case ("cat", path):
                 if path in c.files:
                     return 0, c.files[path], b"", 0.0
@@ -158,8 +238,23 @@ class FakeRuntime:
                     return 0, b"", b"", 0.0
                 return 1, b"", b"sh: Read-only file system\n", 0.0
             case ("id", "-u"):
-                return 0, (c.spec.user.split(":")[0] + "\n").encode(), b"", 0.0
+                return 0, (self._uid(c) + "\n").encode(), b"", 0.0
+            case ("sh", "-c", "kill -9 $$"):
+                return 128 + 9, b"", b"", 0.0
+            case ("sh", "-c", script) if script == MEMORY_HOG:
+                c.oom = True
+                return 128 + 9, b"", b"", 0.0
+            case ("sh", "-c", script) if script == STATUS_SCRIPT:
+                caps = f"{SWITCH_CAPS:016x}" if c.spec.switch_user else "0" * 16
+                lines = [f"Uid:\t{self._uid(c)}", f"CapEff:\t{caps}", f"CapBnd:\t{caps}"]
+                return 0, ("\n".join(lines) + "\nNoNewPrivs:\t1\n").encode(), b"", 0.0
         return 127, b"", f"fake: unknown command {argv!r}\n".encode(), 0.0
+
+    @staticmethod
+    def _uid(c: FakeContainer) -> str:
+        """The uid the running command has: a `switch_user` container's runner starts as root
+        (its main process, or an exec); any other command runs as the spec's user."""
+        return "0" if c.spec.switch_user else c.spec.user.split(":")[0]
 
     def _writable(self, c: FakeContainer, path: str) -> bool:
         specs = [c.spec]

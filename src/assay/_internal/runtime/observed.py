@@ -17,6 +17,7 @@ from typing import BinaryIO, TypeVar
 from assay.errors import GradingCancelledError
 
 from . import ContainerSpec, ExecResult, Runtime
+from .base import Spawned
 
 T = TypeVar("T")
 
@@ -118,6 +119,17 @@ class ObservedRuntime:
             )
 
         return self._timed("exec", self._gid(cid), call)
+
+    def spawn(self, cid: str) -> Spawned:
+        return self._timed("spawn", self._gid(cid), lambda: self.inner.spawn(cid))
+
+    def run(
+        self, cid: str, *, deadline_s: float, output_cap: int, stdin: bytes = b""
+    ) -> ExecResult:
+        def call() -> ExecResult:
+            return self.inner.run(cid, deadline_s=deadline_s, output_cap=output_cap, stdin=stdin)
+
+        return self._timed("run", self._gid(cid), call)
 
     def wait(self, cid: str, deadline_s: float) -> int | None:
         return self._timed("wait", self._gid(cid), lambda: self.inner.wait(cid, deadline_s))

@@ -231,10 +231,13 @@ def compile_stage(res: ExecResult, hit: Sequence[str]) -> Stage:
     return Stage(status, res.exit_code, None, res.stdout, res.stderr, res.duration_s, named)
 
 
-def run_spec(image: str, gid: str, files: Path, inputs: Path, memory_mb: int) -> ContainerSpec:
-    """The run's container: a strict tier's candidate container with the request's limits."""
+def run_spec(
+    image: str, gid: str, files: Path, inputs: Path, memory_mb: int, runner: Sequence[str]
+) -> ContainerSpec:
+    """The run's container: a strict tier's candidate container with the request's limits,
+    its runner `runner`."""
     limits = Limits(memory_bytes=memory_mb * 2**20, pids=RUN_PIDS, cpus=CPUS)
-    return candidate_container(image, gid, files, inputs, limits)
+    return candidate_container(image, gid, files, inputs, limits, runner)
 
 
 def run_argv(lang: Language, req: RunRequest) -> tuple[str, ...]:
@@ -250,12 +253,12 @@ def _run(
     inputs = scope.tempdir("inputs")
     inputs.chmod(0o755)
     write_cases(inputs, cases)
-    cid = scope.container(run_spec(image, scope.grading_id, files, inputs, req.memory_mb))
+    spec = run_spec(image, scope.grading_id, files, inputs, req.memory_mb, run_argv(lang, req))
+    cid = scope.container(spec, start=False)
     try:
         ran = run_candidate(
-            scope, cid, run_argv(lang, req), runner_deadline(1, req.run_timeout),
-            report_cap(req.output_cap),
-        )  # fmt: skip
+            scope, cid, runner_deadline(1, req.run_timeout), report_cap(req.output_cap)
+        )
         res = ran.result
         if res.timed_out:
             # The runner outlived its program's deadline by the whole slack: the program kept
@@ -263,8 +266,8 @@ def _run(
             return Stage("timeout", None, None, b"", b"", res.duration_s, "time")
         if res.truncated:
             raise RuntimeError_("the runner wrote more than one case's report can hold")
-        # A container that stopped under the runner did so at its memory limit (run_candidate
-        # raised otherwise), which the engine may have recorded after the stop.
+        # A runner a signal ended was ended by its memory limit (run_candidate raised
+        # otherwise), which the engine may have recorded after the stop.
         hit = [*ran.hit, "memory"] if ran.late_memory else list(ran.hit)
         try:
             if ran.stopped or res.exit_code != 0:

@@ -230,6 +230,8 @@ def config(
     container's tasks that way: `client.Flavour.pids_backstop`)."""
     if spec.switch_user and not spec.hardened:
         raise ValueError("switch_user is only for a hardened container")
+    if spec.stdin and not spec.spawned:
+        raise ValueError("stdin is only for a spawned container")
     env = {**image_env, **spec.env}
     cwd = spec.workdir or image_workdir or "/"
     argv: list[str] = list(spec.command)
@@ -237,12 +239,18 @@ def config(
         if host.init is None:
             raise ValueError("a container with an init needs the host's init binary")
         argv = [INIT_PATH, "--", *argv]
-    if spec.hardened:
+    main_caps: tuple[str, ...]
+    if spec.switch_user:
+        # The runner is the main process (or an exec): it starts as root with the three
+        # capabilities it spends on a uid of its own. Init holds them too, as under Docker's
+        # cap_add: root's, which the candidate's uid cannot signal, trace or open.
+        main_user, main_caps = "0:0", SWITCH_CAPS
+    elif spec.hardened:
         # As with Docker: init and its keep-alive run as root with no capabilities, so the
         # candidate's uid cannot reach their fds through /proc or signal them; a container
-        # whose command is its PID 1 runs it as the spec's user.
-        main_user = "0:0" if spec.init else spec.user
-        main_caps: tuple[str, ...] = ()
+        # whose command is its PID 1, or the work itself, runs it as the spec's user.
+        main_user = "0:0" if spec.init and not spec.spawned else spec.user
+        main_caps = ()
     else:
         main_user, main_caps = spec.user, DOCKER_DEFAULT_CAPS
     lim = spec.limits

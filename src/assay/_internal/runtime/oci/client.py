@@ -27,6 +27,17 @@ STOP_WAIT_S = 10.0
 READ_CHUNK = 65536
 
 
+def runtime_env() -> dict[str, str]:
+    """The OCI runtime's environment: this process's, with Go's signal-based preemption off.
+    runc is a Go program whose scheduler preempts goroutines with SIGURG, and `run` in the
+    foreground passes every signal it receives on to the container's PID 1: tini then
+    forwards it to its child, and when that child is the strict runner, whose ids root
+    without CAP_KILL may not signal, tini dies of the EPERM, the container with it. Seen in
+    about one run in thirty of `test_runner_processes.py` under load."""
+    godebug = os.environ.get("GODEBUG", "")
+    return {**os.environ, "GODEBUG": ",".join(filter(None, (godebug, "asyncpreemptoff=1")))}
+
+
 @dataclass(frozen=True)
 class Flavour:
     """One OCI runtime as this backend drives it."""
@@ -57,6 +68,13 @@ class Flavour:
     dies_first: str | None = None
     """A word in an exec's failure when the container died under it before `run` noticed:
     the lifecycle gives `run` `STOP_WAIT_S` to exit before it decides the exec failed."""
+    shares_root: bool = False
+    """A container with a read-only root may run on the image's shared root itself (the
+    runtime makes nothing in a root whose mount points exist), with no overlay of its own."""
+    forgets_by_hand: bool = False
+    """What `delete` does for a container whose `run --keep` has exited (its cgroups, named in
+    its state, and its state directory) the lifecycle may do itself, with no runtime process:
+    runc's. runsc keeps more than that (a sandbox process, lock files)."""
 
     def could_not_start(self, failure: str) -> bool:
         context, markers = self.start_failure
@@ -70,7 +88,7 @@ class Flavour:
         return base + per_task * pids
 
 
-RUNC = Flavour(name="runc")
+RUNC = Flavour(name="runc", shares_root=True, forgets_by_hand=True)
 
 
 class Client:
@@ -82,6 +100,7 @@ class Client:
         self.binary = binary
         self.root = root
         self.global_flags = global_flags
+        self.env = runtime_env()
 
     def argv(self, *args: str, log: Path | None = None, flags: tuple[str, ...] = ()) -> list[str]:
         """The command line of one subcommand: the binary, the global flags (these `flags`
@@ -91,11 +110,24 @@ class Client:
             argv += ["--log", str(log), "--log-format", "json"]
         return [*argv, *args]
 
-    def _popen(self, argv: list[str], out: int, fix: str | None) -> subprocess.Popen[bytes]:
+    def _popen(
+        self,
+        argv: list[str],
+        out: int,
+        fix: str | None,
+        *,
+        stdin: int = subprocess.DEVNULL,
+        err: int | None = None,
+    ) -> subprocess.Popen[bytes]:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         try:
             return subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+                argv,
+                stdin=stdin,
+                stdout=out,
+                stderr=out if err is None else err,
+                start_new_session=True,
+                env=self.env,
             )
         except OSError as exc:
             raise EngineUnavailableError(
@@ -106,19 +138,26 @@ class Client:
         self,
         cid: str,
         bundle: Path,
-        pid_file: Path,
         log: Path,
         *,
+        pid_file: Path | None = None,
         run_flags: tuple[str, ...] = (),
         flags: tuple[str, ...] = (),
+        stdio: tuple[int, int, int] | None = None,
     ) -> subprocess.Popen[bytes]:
         """`run` in the foreground: the container's only supervisor, whose exit status is the
-        main process's."""
+        main process's. `stdio`: (stdin, stdout, stderr) descriptors the runtime passes on to
+        the main process (runc copies between them and pipes of its own); else /dev/null.
+        `pid_file`: where the runtime writes the main process's host pid once it started."""
+        pid = ("--pid-file", str(pid_file)) if pid_file is not None else ()
         argv = self.argv(
-            "run", *run_flags, "--bundle", str(bundle), "--pid-file", str(pid_file), cid,
-            log=log, flags=flags,
-        )  # fmt: skip
-        return self._popen(argv, subprocess.DEVNULL, f"apt-get install {Path(self.binary).name}")
+            "run", *run_flags, "--bundle", str(bundle), *pid, cid, log=log, flags=flags
+        )
+        fix = f"apt-get install {Path(self.binary).name}"
+        if stdio is None:
+            return self._popen(argv, subprocess.DEVNULL, fix)
+        stdin, out, err = stdio
+        return self._popen(argv, out, fix, stdin=stdin, err=err)
 
     def exec(self, cid: str, process: Path, log: Path, *, capture: bool) -> subprocess.Popen[bytes]:
         """`exec --process`: one command in the running container, its output piped back if
@@ -133,7 +172,7 @@ class Client:
             subprocess.run(
                 self.argv("delete", "--force", cid),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, check=False, timeout=STOP_WAIT_S,
+                stderr=subprocess.DEVNULL, check=False, timeout=STOP_WAIT_S, env=self.env,
             )  # fmt: skip
         except (subprocess.TimeoutExpired, OSError):
             pass

@@ -4,6 +4,7 @@ OCI runtimes' own records, mounts and cgroups; and their removal."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -59,6 +60,37 @@ def delete_runtime_state(root: Path, cid: str, own: Client) -> None:
                 shutil.rmtree(p, ignore_errors=True)
             else:
                 p.unlink(missing_ok=True)
+
+
+def forget_stopped(root: Path, cid: str) -> bool:
+    """What `runc delete` does for a container whose `run --keep` has exited, done here with
+    no runtime process: remove the cgroup of every hierarchy runc's state names (each must be
+    `.../assay/<cid>` under the cgroup root) and runc's state directory. False, with nothing
+    done, when the state cannot be read as runc writes it: `delete_runtime_state` then asks
+    runc itself."""
+    state = root / "runc" / cid
+    try:
+        raw = json.loads((state / "state.json").read_text())
+        paths = raw["cgroup_paths"]
+        if not isinstance(paths, dict):
+            return False
+        groups = [Path(p) for p in paths.values() if isinstance(p, str)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    base = cgroup.CGROUP_ROOT
+    if any(
+        not (g.is_relative_to(base) and g.parts[-2:] == (host.CGROUP_PARENT, cid)) for g in groups
+    ):
+        return False
+    for g in groups:
+        try:
+            g.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False  # still busy: runc's own delete, which retries and kills
+    shutil.rmtree(state, ignore_errors=True)
+    return True
 
 
 def sweep_stale_state(root: Path, own: Client) -> int:

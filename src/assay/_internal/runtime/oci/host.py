@@ -22,7 +22,8 @@ STATE_ROOT = Path("/run/assay/oci")
 INIT_BINARIES = ("/usr/bin/tini-static", "/usr/bin/docker-init")
 """Where a host's static init may be, first found first: bound into a container with an init."""
 
-MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND = 32, 4096
 MNT_DETACH = 2
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -93,6 +94,13 @@ class Meta:
     read_only: list[str]
     """The targets in `mounts` bound read-only."""
     read_only_root: bool
+    spawned: bool = False
+    """Made to be started by `spawn` (`ContainerSpec.spawned`)."""
+    stdin: bool = False
+    """The main process reads its stdin from the controller (`ContainerSpec.stdin`)."""
+    root: str = ""
+    """The image's shared read-only root when the container runs on it directly; "" for an
+    overlay of its own at `<state dir>/root`."""
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__, sort_keys=True)

@@ -7,6 +7,8 @@ Images still live on the local Docker engine (assay never pulls); this module re
     rootfs/      the merged layers (0755, owned by root)
     image.json   {"id", "repo_tags", "diff_ids"}
     complete     written last, just before the directory gets its final name
+    view/        `rootfs` bound read-only here (`shared_root`), once per boot: the root a
+                 container with a read-only root runs on directly
 
 Nothing of the saved image is trusted before `imagesave` has checked it against the image id
 (the config's hash, each layer's diff_id); `layers` then merges the layers without writing
@@ -46,10 +48,11 @@ import requests.exceptions
 from assay._internal.runtime.images import _fix_for
 from assay.errors import EngineError, EngineUnavailableError, ImageMissingError
 
+from . import host
 from .imagesave import HEX, hex_of, layer_tar, verified_layers
 from .layers import LayerApplier
 
-__all__ = ["MAX_SAVE_BYTES", "ROOTFS_CACHE", "RootfsCache"]
+__all__ = ["MAX_SAVE_BYTES", "MOUNT_POINTS", "ROOTFS_CACHE", "RootfsCache"]
 
 ROOTFS_CACHE = Path("/var/lib/assay/oci/images")
 MAX_SAVE_BYTES = 16 * 1024**3
@@ -57,6 +60,14 @@ MAX_SAVE_BYTES = 16 * 1024**3
 or compressed members could otherwise expand without bound)."""
 
 LOG = logging.getLogger("assay")
+MOUNT_POINTS = (
+    "assay", "candidate", "inputs", "output", "judge", "exchange", "handoff", "state",
+    "task", "out", "scratch", "tmp",
+)  # fmt: skip
+"""The top-level directories assay binds things at: made (empty, root's, 0755) in each
+unpacked root that lacks them, so that a container can run on the shared root itself with the
+runtime making nothing in it. A name the image holds as anything but a directory is left as
+it is (its containers get an overlay of their own)."""
 
 _TMP_PREFIX = ".tmp-"
 _TMP_GRACE_S = 60.0
@@ -104,6 +115,47 @@ class RootfsCache:
         with self._guard:
             self._known[image_id] = path
         return image_id, path
+
+    def shared_root(self, image_id: str) -> tuple[Path, frozenset[str]]:
+        """The image's unpacked root bound read-only at `<hex>/view`, and the names of the
+        directories at its top level. Made once per boot, under the image's lock: first
+        `MOUNT_POINTS` in the tree, then the bind, then its remount read-only, which is
+        checked (a view that is not read-only is taken down again). No container writes
+        through it: whatever a runtime would make in it fails (EROFS), never lands in the
+        tree every container of the image shares. Raises `EngineError` if the tree is not
+        complete or the view cannot be made."""
+        self.verify(image_id)
+        final = self.root / hex_of(image_id)
+        view = final / "view"
+        lock = _lock(self._lock_path(image_id), blocking=True)
+        assert lock is not None
+        try:
+            if not os.path.ismount(view):
+                tree = os.open(final / "rootfs", _DIR_FLAGS)
+                try:
+                    for name in MOUNT_POINTS:
+                        try:
+                            os.mkdir(name, 0o755, dir_fd=tree)
+                        except FileExistsError:
+                            pass  # the image's own, whatever it is
+                finally:
+                    os.close(tree)
+                view.mkdir(mode=0o700, exist_ok=True)
+                host.mount(str(final / "rootfs"), view, "", host.MS_BIND, "")
+                try:
+                    flags = host.MS_BIND | host.MS_REMOUNT | host.MS_RDONLY
+                    host.mount("", view, "", flags, "")
+                    if not os.statvfs(view).f_flag & os.ST_RDONLY:
+                        raise EngineError(f"{view} is not read-only after its remount")
+                except BaseException:
+                    host.umount(view)
+                    raise
+            dirs = frozenset(e.name for e in os.scandir(view) if e.is_dir(follow_symlinks=False))
+        except OSError as exc:
+            raise EngineError(f"the shared root of image {image_id[:19]}: {exc}") from exc
+        finally:
+            os.close(lock)
+        return view, dirs
 
     def verify(self, image_id: str) -> None:
         """Raise `EngineError` unless the cached tree of `image_id` is complete and is that
@@ -288,8 +340,10 @@ class RootfsCache:
             _remove_tree(Path(entry.path))
 
     def _discard(self, path: Path) -> None:
-        # Renamed away first: a crash halfway through the removal then leaves a `.tmp-*`
+        # The read-only view goes first (running containers keep theirs: a lazy unmount).
+        # Renamed away then: a crash halfway through the removal leaves a `.tmp-*`
         # directory for the sweep, never a half-deleted tree under its image's name.
+        host.umount(path / "view")
         grave = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-rm-", dir=self.root))
         os.rename(path, grave / "old")
         _remove_tree(grave)

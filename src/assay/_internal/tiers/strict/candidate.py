@@ -1,5 +1,6 @@
-"""The candidate's run: its container, the trusted runner's command line, and one exec of the
-runner, with the ceilings it hit and the probe of a container that stopped under it.
+"""The candidate's run: its container, the trusted runner's command line, and the one start of
+that container with the runner as its own process (no exec), with the ceilings it hit and what
+a runner ended by a signal means.
 
 The strict tier runs a grading's cases this way (`grade`), and the sandbox one program
 (`sandbox/execute.py`); both read what comes back with `runner_report`.
@@ -25,8 +26,11 @@ new interpreter (kept for A/B measurement: scripts/bench_ab.py)."""
 RUNNER_CASES_BYTES = 16 << 20
 """The most of /inputs/cases.json the runner reads (its MAX_CASES_BYTES)."""
 RUNNER_SLACK_S = 30.0
-"""The runner's own time around its cases', before its exec is given up on."""
+"""The runner's own time around its cases', before its container is given up on."""
 STOPPED_PROBE_S = 2.0
+SIGNALLED = 128
+"""A main process's exit status from here up is a signal's (128 + N), as `Runtime.run`
+reports it: the runner's own exits are 0 and 1."""
 
 
 def candidate_container(
@@ -35,28 +39,34 @@ def candidate_container(
     files: Path,
     inputs: Path,
     limits: Limits,
+    runner: Sequence[str],
     scratch: tuple[Scratch, ...] = (),
 ) -> ContainerSpec:
-    """A candidate container: `files` at /candidate and `inputs` at /inputs, read-only, and the
-    runner at /assay."""
+    """A candidate container: `files` at /candidate and `inputs` at /inputs, read-only, the
+    runner at /assay, and the runner's argv `runner` as the container's own process (under
+    init), started once by `run_candidate`."""
     return ContainerSpec(
         image=image,
         grading_id=gid,
         role="candidate",
+        command=tuple(runner),
         binds=(Bind(files, "/candidate"), Bind(inputs, "/inputs"), Bind(INCONTAINER, "/assay")),
         scratch=scratch,
         limits=limits,
         workdir="/candidate",
         # The runner keeps a uid the candidate does not share (docs/security.md).
         switch_user=True,
+        spawned=True,
     )
 
 
-def candidate_spec(task: Task, image: str, gid: str, files: Path, inputs: Path) -> ContainerSpec:
+def candidate_spec(
+    task: Task, image: str, gid: str, files: Path, inputs: Path, runner: Sequence[str]
+) -> ContainerSpec:
     lim = task.config.limits
     scratch = (Scratch("/output", lim.artifact_bytes),) if task.config.kind == "transform" else ()
     limits = Limits(memory_bytes=lim.memory_mb * 2**20, pids=lim.pids, cpus=lim.cpus)
-    return candidate_container(image, gid, files, inputs, limits, scratch)
+    return candidate_container(image, gid, files, inputs, limits, runner, scratch)
 
 
 def runner_command(
@@ -111,22 +121,23 @@ def write_cases(inputs: Path, raw: bytes) -> None:
 
 
 def runner_deadline(cases: int, case_timeout: float, total_timeout: float = math.inf) -> float:
-    """How long the runner's exec may take: its cases' time and the runner's own, at most
+    """How long the runner's container may run: its cases' time and the runner's own, at most
     `total_timeout`."""
     return min(total_timeout, cases * case_timeout + RUNNER_SLACK_S)
 
 
 @dataclass(frozen=True)
 class CandidateRun:
-    """One exec of the runner in a candidate container, and what the engine saw of it."""
+    """The runner's one run as its container's process, and what the engine saw of it."""
 
     result: ExecResult
-    """The runner's exec; its stdout is the report, hostile bytes (`runner_report`)."""
+    """The container's run; its stdout is the runner's report, hostile bytes
+    (`runner_report`)."""
     hit: tuple[str, ...]
-    """The container's ceilings hit, as `ceilings_hit` named them once the exec had ended."""
+    """The container's ceilings hit, as `ceilings_hit` named them once the runner had ended."""
     stopped: bool
-    """The container stopped under the runner. Only its memory limit may do that (anything
-    else raised), but `hit` may not show it: the engine can record the stop first."""
+    """A signal ended the runner. Only its memory limit may do that (anything else raised),
+    but `hit` may not show it: the engine can record the stop first."""
 
     @property
     def late_memory(self) -> bool:
@@ -135,23 +146,23 @@ class CandidateRun:
 
 
 def run_candidate(
-    scope: GradingScope, cid: str, argv: Sequence[str], deadline_s: float, report_cap: int
+    scope: GradingScope, cid: str, deadline_s: float, report_cap: int
 ) -> CandidateRun:
-    """Run the runner's `argv` in the candidate container `cid` under `deadline_s`, its report
-    capped at `report_cap` bytes. Raises `RuntimeError_` when the container stopped under the
-    runner at no limit: no verdict and no result, rather than one the candidate did not earn."""
+    """Start the candidate container `cid` (created from `candidate_container`, never started)
+    once, its runner as its own process, under `deadline_s`, its report capped at `report_cap`
+    bytes; the container stays, stopped, for its ceilings (and the caller's `discard`).
+    Raises `RuntimeError_` when a signal ended the runner at no limit: no verdict and no
+    result, rather than one the candidate did not earn."""
     rt: Runtime = scope.runtime
-    run = rt.exec(cid, tuple(argv), deadline_s=deadline_s, output_cap=report_cap)
+    run = rt.run(cid, deadline_s=deadline_s, output_cap=report_cap)
     hit = ceilings_hit(rt, cid)
-    # The candidate's uid can signal neither init nor the keep-alive (root), so a container
-    # that stopped under the runner at no limit was stopped from outside or by the engine:
-    # no verdict, rather than a signed fail for a correct submission. Probed only when the
-    # runner did not exit 0, so an honest run never waits for it; a run past its deadline or
-    # its cap was stopped by the exec itself.
-    stopped = run.exited or (
-        run.exit_code != 0
-        and not (run.timed_out or run.truncated)
-        and rt.wait(cid, STOPPED_PROBE_S) is not None
+    # The runner runs as ids no candidate process has, under root's init, and exits 0 or 1 of
+    # its own accord: a signal reaches it only from the kernel at the container's memory
+    # limit or from outside (the engine, an operator). Outside is no verdict, rather than a
+    # signed fail for a correct submission. A run past its deadline or its cap was stopped
+    # by `run` itself.
+    stopped = not (run.timed_out or run.truncated) and (
+        run.exited or run.exit_code is None or run.exit_code >= SIGNALLED
     )
     if stopped and "memory" not in hit and "memory" not in stopped_ceilings(rt, cid):
         raise RuntimeError_("the candidate's container stopped during its run at no limit")

@@ -12,6 +12,8 @@ import io
 import json
 import secrets
 import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +37,7 @@ from .candidate import (
 )
 from .fixedcases import INPUTS
 from .judge_report import INVALID_OUTPUT, verdict_from_judge
+from .judgepool import Resident
 from .judgespec import EXCHANGE_BYTES, HANDOFF, judge_spec
 from .program import NotBuilt, Program, build_program, judge_image_of
 from .runner_report import UnreadableReport, b64_bytes, grading_report_cap, ok_outputs
@@ -155,12 +158,15 @@ def grade_strict(
 ) -> Judged:
     """The verdict with the judge's explanation of the failed cases. `judges`: borrow a reset
     judge from this pool instead of starting a fresh one (batch grading only;
-    docs/security.md). The caller must call `judges.finish(gid)` afterwards."""
+    docs/security.md). The caller must call `judges.finish(gid)` afterwards. Either way the
+    judge is resident: its `prepare` and `compare` are requests to the worker it runs
+    (`judgepool.Resident`)."""
     g = Grading(rt, task, "t3", image, gid=grading_id or new_grading_id())
     lim = task.config.limits
     reasons: list[str] = []
+    owned: list[Resident] = []  # a judge this grading started: its pipes closed at the end
 
-    with g.scope() as scope:
+    with g.scope() as scope, _closing(owned):
         inputs = scope.tempdir("inputs")
         inputs.chmod(0o755)
         seed = str(secrets.randbits(128))
@@ -172,7 +178,9 @@ def grade_strict(
         # A testlib checker given as C++ is compiled by the judge, which then needs g++.
         judge_image = judge_image_of(rt, task, image)
 
-        def start_judge() -> tuple[str, ExecResult | None, Path | None]:
+        def start_judge() -> tuple[str, ExecResult | None, tuple[Resident, Path] | None]:
+            """(the judge's container, prepare's result, and the judge and its handoff when
+            this grading owns it)."""
             with g.timed("judge_prepare"):
                 argv = None if fixed is not None else prepare_argv(task, seed)
                 if judges is not None and judges.reusable(task):
@@ -183,19 +191,21 @@ def grade_strict(
                     if lent.reused:
                         reasons.append("note:judge-reused")
                     return lent.cid, lent.prepare, None
+                # A judge of this grading alone: a worker all the same (one container start,
+                # no exec), closed here and removed with the grading's scope.
                 handoff = scope.tempdir("handoff")
                 handoff.chmod(0o755)
-                judge = scope.container(judge_spec(task, judge_image, g.gid, handoff))
+                spec = judge_spec(task, judge_image, g.gid, handoff, resident=True)
+                judge = Resident(rt, scope.container(spec, start=False))
+                owned.append(judge)
                 prep = None
                 if argv is not None:
-                    prep = rt.exec(
-                        judge, argv, deadline_s=lim.total_timeout, output_cap=MAX_INPUTS_BYTES
-                    )
-                return judge, prep, handoff
+                    prep = judge.step(g.gid, argv, lim.total_timeout, MAX_INPUTS_BYTES)
+                return judge.cid, prep, (judge, handoff)
 
         # The judge starts and prepares while the submission is taken and the candidate's
-        # container starts (docs/performance.md). They share nothing, and the candidate runs no
-        # code until the runner is started, after its inputs are in place.
+        # container is made (docs/performance.md). They share nothing, and the candidate's
+        # container starts, its runner as its own process, only once its inputs are in place.
         cand: str | None = None
         program: Program | NotBuilt | None = None
         with Background(start_judge) as judge_job:
@@ -211,9 +221,12 @@ def grade_strict(
                     else:
                         files = None
             if files is not None:
+                command = program.language.run if isinstance(program, Program) else None
+                runner = runner_argv(task, command=command)
                 with g.timed("candidate_start"):
-                    cand = scope.container(candidate_spec(task, cand_image, g.gid, files, inputs))
-        judge, prep, handoff = judge_job.result()
+                    spec = candidate_spec(task, cand_image, g.gid, files, inputs, runner)
+                    cand = scope.container(spec, start=False)
+        judge, prep, own = judge_job.result()
         if prep is not None and prep.exit_code != 0:
             # No candidate output exists yet, so nothing the submission did can explain this: it
             # is a broken task or engine, never a verdict on the submission (no signed fail).
@@ -243,12 +256,10 @@ def grade_strict(
             )
             return Judged(failed, Diagnostics(grading_id=g.gid, cases=[explained]))
         assert cand is not None
-        command = program.language.run if isinstance(program, Program) else None
 
         with g.timed("candidate"):
             ran = run_candidate(
-                scope, cand, runner_argv(task, command=command),
-                runner_deadline(n_cases, lim.case_timeout, lim.total_timeout),
+                scope, cand, runner_deadline(n_cases, lim.case_timeout, lim.total_timeout),
                 grading_report_cap(n_cases, lim.output_bytes),
             )  # fmt: skip
             run = ran.result
@@ -270,22 +281,22 @@ def grade_strict(
         with Background(lambda: scope.discard(cand)) as removal:
             with g.timed("judge_compare"):
                 argv = compare_argv(task, f"{HANDOFF}/runner.json")
-                if handoff is None:  # a pooled judge (it may be another than the one prepared)
+                if own is None:  # a pooled judge (it may be another than the one prepared)
                     assert judges is not None
                     judge, cmp = judges.compare(
                         g.gid, task, argv, run.stdout, lim.total_timeout, MAX_REPORT_BYTES
                     )
                 else:
+                    resident, handoff = own
                     (handoff / "runner.json").write_bytes(run.stdout)
                     (handoff / "runner.json").chmod(0o644)
-                    cmp = rt.exec(
-                        judge, argv, deadline_s=lim.total_timeout, output_cap=MAX_REPORT_BYTES
-                    )
+                    cmp = resident.step(g.gid, argv, lim.total_timeout, MAX_REPORT_BYTES)
         removal.result()
         if cmp.exit_code != 0:
-            # Past its deadline or its report cap, the exec itself killed the judge's container:
-            # the candidate's output can make a judge that slow or that verbose, so that stop
-            # is the judge choking on it (a fail), never the engine's (no verdict).
+            # Past its deadline or its report cap, the worker killed the step: the candidate's
+            # output can make a judge that slow or that verbose, so that is the judge choking
+            # on it (a fail), never the engine's (no verdict). A worker that died, hung or
+            # answered out of frame raised before this (`judgewire.WorkerFault`: no verdict).
             overran = cmp.timed_out or cmp.truncated
             if not overran and (cmp.exited or rt.wait(judge, STOPPED_PROBE_S) is not None):
                 # The judge's container itself stopped (killed from outside, engine fault):
@@ -297,6 +308,15 @@ def grade_strict(
         if judges is not None and INVALID_OUTPUT not in judged.verdict.reason_codes:
             judges.release(g.gid)  # only a judge that behaved to the end serves again
         return judged
+
+
+@contextmanager
+def _closing(judges: list[Resident]) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        for judge in judges:
+            judge.close()
 
 
 def _how(res: ExecResult) -> str:

@@ -1,23 +1,27 @@
-"""Judge containers reused across gradings, of one task or of many (docs/security.md argues it).
+"""Resident judges, reused across gradings of one task or of many (docs/security.md argues it).
 
-A judge never runs candidate code; it parses the candidate's output as bounded data. Reusing
-it saves a container start, two volumes and a removal per grading, which is most of a strict
+A judge container's main process is the judge's worker (`_incontainer/judge_worker.py`), which
+the controller talks to over its stdin and stdout (`judgewire`): a grading's `prepare` and
+`compare` are requests to it, each run in a child it forks and kills, with no `runc exec` and
+no interpreter start. A judge never runs candidate code; it parses the candidate's output as
+bounded data.
+
+Reusing it saves a container start and removal per grading, which is most of a strict
 grading's engine work when a batch grades each task once (HumanEval: 164 tasks, one sample
 each). What reuse must not do is let one grading influence another, so a judge is lent to one
-grading at a time, and before it serves the next one a trusted script
-(`_incontainer/judge_reset.py`), started by the engine as a fresh process, kills every process
-but init and the keep-alive and empties every writable place, proves it did, and only then
-becomes the grading's `prepare` (one exec instead of two). A judge whose grading did not end
-normally, or whose reset fails, is removed instead of reused.
+grading at a time, and when that grading ends normally the worker is asked to `reset`: it kills
+every process of the judge's uid, empties every writable place and proves both; then the pool
+lists the container's processes from outside (the census) and finds only init and the worker.
+Only then is the judge idle. A judge whose grading did not end normally, whose step left
+anything behind, whose worker died, hung or answered out of frame, whose reset or census fails,
+or which served RECYCLE_AFTER gradings, is removed instead.
 
 A task with a fixed cases file needs no `prepare` at all (the controller makes its inputs:
-`fixedcases.py`), so its judge is lent without any exec, and the reset runs first in the exec
-of its `compare`. Either way the reset happens in a fresh process, before the judge reads
-anything of the grading that follows, and a judge runs one exec per grading instead of three.
+`fixedcases.py`), so its judge is lent without any request, and its first is `compare`.
 
 A judge sees the task's judge files through a host directory of its own, bound read-only at
 /judge. Serving another task, the controller replaces that directory's content with a copy of
-the new task's judge files before the reset-then-prepare exec.
+the new task's judge files, while nothing but init and the worker runs in it.
 
 Pooled judges carry the pool's own grading-id label, so a grading's scope never sweeps them;
 the pool removes them all when it is closed (and `assay grade-many` logs the pool's id, so a
@@ -33,32 +37,64 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from ...model.task import Task
 from ...runtime import ContainerStuckError, ExecResult, Runtime, RuntimeError_
 from ...runtime.scope import grading_tempdir, new_grading_id
 from .judgespec import judge_spec
+from .judgewire import Channel, WorkerFault
 
-RESET_ARGV = ("python3", "-I", "/assay/judge_reset.py")
-RESET_DEADLINE_S = 20.0
 CENSUS_TRIES = 12
 CENSUS_PAUSE_S = 0.01
-CLEAN = b"clean\n"
+RECYCLE_AFTER = 100
+"""Gradings a judge serves before it is replaced anyway: the backstop for whatever one grading
+could leave in the worker that the reset, the census and the fork per step do not show."""
 REUSABLE_KINDS = frozenset({"function", "cli"})
 """Transform outputs arrive in the judge as root-owned trees the judge's user cannot empty."""
 
 
+class Resident:
+    """A started judge container whose main process is the worker, and the controller's pipes
+    to it. `start` spawns the created container `cid` (spec: `judge_spec(resident=True)`)."""
+
+    def __init__(self, rt: Runtime, cid: str) -> None:
+        spawned = rt.spawn(cid)
+        if spawned.stdin is None:
+            spawned.close()
+            raise RuntimeError_("the judge's container was started without its stdin")
+        self.cid = cid
+        self.channel = Channel(spawned.stdin, spawned.stdout, spawned.stderr)
+
+    def step(
+        self, grading_id: str, argv: tuple[str, ...], deadline_s: float, output_cap: int
+    ) -> ExecResult:
+        """The judge's `argv` (`prepare` or `compare`) as a request to the worker: its result
+        as an exec's was. A step that left anything running or written is still its
+        grading's result; only the judge does not serve again (see `JudgePool`)."""
+        return self.channel.step(grading_id, argv, deadline_s, output_cap).result
+
+    def close(self) -> None:
+        self.channel.close()
+
+
 @dataclass
 class _Judge:
-    cid: str
+    resident: Resident
     image: str
     handoff: Path  # the runner's output, written by the controller (read-only at /handoff)
     files: Path  # a copy of the judge files of the task it serves (read-only at /judge)
     task: str  # that task's digest
-    dirty: bool = False  # it served a grading since its last reset: the next exec resets first
-    census: frozenset[int] = frozenset()  # its processes before any exec: init, keep-alive
+    census: frozenset[int] = frozenset()  # its processes before any step: init, the worker
+    counted: bool = False  # that census was taken (at its first request)
+    served: int = 0  # gradings it ended normally
+    steps: int = 0  # requests of the grading it is lent to
+    sound: bool = True  # no step of it left anything behind
+
+    @property
+    def cid(self) -> str:
+        return self.resident.cid
 
 
 @dataclass(frozen=True)
@@ -85,7 +121,9 @@ class JudgePool:
         self.switched = 0  # reuses that served another task than the judge's last
         self.discarded = 0
         self.evicted = 0
-        self.leftovers = 0  # judges found running more than init and keep-alive after a grading
+        self.leftovers = 0  # judges found running more than init and the worker after a grading
+        self.faults = 0  # workers that died, hung or answered out of frame
+        self.recycled = 0  # judges replaced after RECYCLE_AFTER gradings
 
     def idle_count(self) -> int:
         with self._lock:
@@ -105,9 +143,9 @@ class JudgePool:
         output_cap: int,
     ) -> Lent:
         """A started judge holding `task`'s judge files, lent to `grading_id`, with `prepare`
-        (the judge's argv) run in it, after a reset in the same exec if the judge served
-        before. `prepare` None (a fixed cases file): no exec at all; `compare` resets the judge
-        if it served before. Runs on the grading's judge thread."""
+        (the judge's argv) run in it. `prepare` None (a fixed cases file): no request at all.
+        A judge lent again was reset when its last grading ended; one found dead meanwhile
+        (killed between gradings) is replaced. Runs on the grading's judge thread."""
         while True:
             with self._lock:
                 if self._closed:
@@ -117,24 +155,27 @@ class JudgePool:
                     self._lent[grading_id] = judge
             if judge is None:
                 break
+            if judge.resident.channel.gone():
+                self._discard(grading_id)
+                continue
             try:
                 self._hold(judge, task)
             except OSError:
                 self._discard(grading_id)
                 continue
+            judge.steps = 0
             if prepare is None:
                 self._count()
                 return Lent(judge.cid, None, True)
-            res = self._reset_then(judge, prepare, deadline_s, output_cap)
+            res = self._step(grading_id, judge, prepare, deadline_s, output_cap)
             if res is not None:
-                judge.dirty = False
                 self._count()
                 return Lent(judge.cid, res, True)
-            self._discard(grading_id)
         judge = self._new(task, image, grading_id)
         if prepare is None:
             return Lent(judge.cid, None, False)
-        res = self.rt.exec(judge.cid, prepare, deadline_s=deadline_s, output_cap=output_cap)
+        res = self._step(grading_id, judge, prepare, deadline_s, output_cap)
+        assert res is not None  # a new judge's first step is never retried
         return Lent(judge.cid, res, False)
 
     def compare(
@@ -147,24 +188,44 @@ class JudgePool:
         output_cap: int,
     ) -> tuple[str, ExecResult]:
         """Run `compare` (the judge's argv) on `runner_out` in the judge lent to `grading_id`:
-        the judge it ran in, and its result. A judge lent dirty is reset first, in the same
-        exec; if it cannot be, it is removed and a new judge compares instead."""
+        the judge it ran in, and its result. A judge lent again whose worker is found gone at
+        this, its grading's first request, is replaced by a new one."""
         with self._lock:
             judge = self._lent[grading_id]
         _handoff(judge, runner_out)
-        if judge.dirty:
-            res = self._reset_then(judge, argv, deadline_s, output_cap)
-            if res is not None:
-                return judge.cid, res
-            # Only a fixed cases file leaves a judge dirty until compare, and a new judge's
+        res = self._step(grading_id, judge, argv, deadline_s, output_cap)
+        if res is None:
+            # Only a fixed cases file's judge has no request before compare, and a new judge's
             # compare reads that file: it needs no prepare.
             assert task.config.judge is not None and task.config.judge.cases is not None
-            self._discard(grading_id)
             judge = self._new(task, judge.image, grading_id)
             _handoff(judge, runner_out)
-        return judge.cid, self.rt.exec(
-            judge.cid, argv, deadline_s=deadline_s, output_cap=output_cap
-        )
+            res = self._step(grading_id, judge, argv, deadline_s, output_cap)
+            assert res is not None
+        return judge.cid, res
+
+    def _step(
+        self, grading_id: str, judge: _Judge, argv: tuple[str, ...], deadline_s: float, cap: int
+    ) -> ExecResult | None:
+        """One request to the judge's worker: its result; None when a judge lent again is
+        found gone at its grading's first request (killed between gradings: nothing of this
+        grading reached it, so a new judge may do the step). Any other fault of the worker
+        removes the judge and is raised: it ends this grading, with no verdict."""
+        first_of_reuse = judge.served > 0 and judge.steps == 0
+        try:
+            self._count_once(judge)
+            stepped = judge.resident.channel.step(grading_id, argv, deadline_s, cap)
+        except WorkerFault as exc:
+            with self._lock:
+                self.faults += 1
+            self._discard(grading_id)
+            if exc.gone and first_of_reuse:
+                return None
+            raise
+        judge.steps += 1
+        if not stepped.clean:
+            judge.sound = False
+        return stepped.result
 
     def _pick(self, digest: str, image: str) -> _Judge | None:
         """The most recently released idle judge of `image`, one of this task if any (its files
@@ -179,9 +240,8 @@ class JudgePool:
 
     def _hold(self, judge: _Judge, task: Task) -> None:
         """Empty the judge's handoff and give it `task`'s files. The judge cannot write its
-        read-only /handoff and /judge; the controller does. A process a compromised judge left
-        could read the new task's files before the reset kills it; it has no way to keep or
-        send them (docs/security.md, "Reusing the judge container")."""
+        read-only /handoff and /judge; the controller does, while nothing but init and the
+        worker runs in it (its reset and census at release showed so)."""
         for stale in judge.handoff.iterdir():
             stale.unlink()
         if judge.task != task.digest:
@@ -197,6 +257,7 @@ class JudgePool:
     def _new(self, task: Task, image: str, grading_id: str) -> _Judge:
         # Named like a grading's temp dirs, so a killed batch's next run removes them too.
         made: list[Path] = []
+        cid: str | None = None
         try:
             for purpose in ("handoff", "judge"):
                 d = grading_tempdir(self.gid, purpose)
@@ -204,40 +265,60 @@ class JudgePool:
                 d.chmod(0o755)
             handoff, files = made
             fill(files, task.judge_dir)
-            cid = self.rt.create(judge_spec(task, image, self.gid, handoff, files))
+            spec = judge_spec(task, image, self.gid, handoff, files, resident=True)
+            cid = self.rt.create(spec)
+            resident = Resident(self.rt, cid)
         except BaseException:
-            for d in made:
-                shutil.rmtree(d, ignore_errors=True)
+            try:
+                if cid is not None:
+                    self.rt.remove(cid)
+            finally:
+                for d in made:
+                    shutil.rmtree(d, ignore_errors=True)
             raise
-        judge = _Judge(cid, image, handoff, files, task.digest)
+        judge = _Judge(resident, image, handoff, files, task.digest)
         with self._lock:
             self._lent[grading_id] = judge
             self.created += 1
-        self.rt.start(cid)
-        judge.census = self._first_census(cid)
         return judge
 
+    def _count_once(self, judge: _Judge) -> None:
+        """Its processes as they are before any step: init and the worker's, once the worker
+        said hello (before that, the runtime's own start stages may be listed). Raises
+        `WorkerFault` if the worker never says it."""
+        if not judge.counted:
+            judge.resident.channel.greet()
+            judge.census = self._first_census(judge.cid)
+            judge.counted = True
+
     def _first_census(self, cid: str) -> frozenset[int]:
-        """Init and its keep-alive, once both run (the keep-alive may start a moment after
-        `start` returns); empty, so the judge serves this grading only, if that never shows."""
+        """Init and the worker's processes (the one init started, which waits for the worker,
+        and the worker), the judge's only ones once the worker said hello; empty, so the judge
+        serves this grading only, if no outside view of them can be had."""
         try:
-            for _ in range(CENSUS_TRIES * 10):
-                procs = self.rt.census(cid)
-                if len(procs) >= 2:
-                    return procs
-                time.sleep(CENSUS_PAUSE_S)
+            procs = self.rt.census(cid)
         except RuntimeError_:  # no outside view of its processes
-            pass
-        return frozenset()
+            return frozenset()
+        return procs if len(procs) >= 2 else frozenset()
 
     def release(self, grading_id: str) -> None:
-        """The grading ended normally: its judge may serve a later grading, if nothing but its
-        init and keep-alive runs in it now. The reset cannot be the only check: a process left
-        behind could ptrace it as it starts (docs/security.md), so the engine lists them from
-        outside, frozen."""
+        """The grading ended normally: its judge may serve a later grading, if its worker keeps
+        a uid of its own, no step of it left anything behind, it served fewer than
+        RECYCLE_AFTER gradings, its worker's reset proves it clean, and nothing but init and
+        the worker runs in it, as the engine lists them from outside, frozen (a process left
+        behind would be the judge's user, which the worker's own view cannot vouch for)."""
         with self._lock:
             judge = self._lent.get(grading_id)
         if judge is None:
+            return
+        judge.served += 1
+        if judge.served >= RECYCLE_AFTER:
+            with self._lock:
+                self.recycled += 1
+            self._discard(grading_id)
+            return
+        if not (judge.sound and self._confined(judge) and self._reset(judge)):
+            self._discard(grading_id)
             return
         if not self._quiet(judge):
             self._discard(grading_id)
@@ -247,8 +328,6 @@ class JudgePool:
             judge = self._lent.pop(grading_id, None)
             if judge is None:
                 return
-            # Whatever its grading did, the judge must be reset before it reads another's.
-            judge.dirty = True
             if self._closed:
                 evicted.append(judge)
             else:
@@ -264,11 +343,27 @@ class JudgePool:
                     raise
                 # An idle judge no grading depends on: gone, and `remove` logged how.
 
+    def _confined(self, judge: _Judge) -> bool:
+        """Its worker keeps a uid its steps never have: else a step could have reached it."""
+        try:
+            self._count_once(judge)  # a grading that made no request: its census now
+            return judge.resident.channel.greet().confined
+        except WorkerFault:
+            return False
+
+    def _reset(self, judge: _Judge) -> bool:
+        try:
+            return judge.resident.channel.reset()
+        except WorkerFault:
+            with self._lock:
+                self.faults += 1
+            return False
+
     def _quiet(self, judge: _Judge) -> bool:
-        """Nothing but init and the keep-alive runs in the judge. The last exec's process may
-        take a moment to leave the list after the engine reports its exit, so a few censuses
-        are taken: one that finds nothing else suffices, since nothing starts a process in an
-        idle judge but an exec."""
+        """Nothing but init and the worker's processes run in the judge. A step's process may take a
+        moment to leave the list after the worker reaped it, so a few censuses are taken: one
+        that finds nothing else suffices, since nothing starts a process in an idle judge but
+        a request."""
         if not judge.census:
             return False
         try:
@@ -294,6 +389,8 @@ class JudgePool:
             self._idle.clear()
             self._lent.clear()
         try:
+            for judge in judges:
+                judge.resident.close()
             try:  # at once: a batch's last grading should not wait for them in turn
                 with ThreadPoolExecutor(min(len(judges), 8) or 1) as ex:
                     list(ex.map(lambda j: self.rt.remove(j.cid), judges))
@@ -312,29 +409,14 @@ class JudgePool:
             self._remove(judge)
 
     def _remove(self, judge: _Judge) -> None:
-        """A judge no one holds any more: the container, then its directories."""
+        """A judge no one holds any more: its pipes, the container, then its directories."""
         try:
+            judge.resident.close()
             self.rt.remove(judge.cid)
         finally:
             with self._lock:
                 self.discarded += 1
             _rmdirs(judge)
-
-    def _reset_then(
-        self, judge: _Judge, argv: tuple[str, ...], deadline_s: float, cap: int
-    ) -> ExecResult | None:
-        """Reset the judge, then run the judge's `argv` (prepare or compare) in the same exec:
-        its result, or None if the judge cannot be reused (the caller discards it)."""
-        try:
-            res = self.rt.exec(
-                judge.cid, (*RESET_ARGV, "--then", *argv),
-                deadline_s=RESET_DEADLINE_S + deadline_s, output_cap=len(CLEAN) + cap,
-            )  # fmt: skip
-        except RuntimeError_:  # a judge that cannot even be reset is not reused
-            return None
-        if res.timed_out or res.truncated or not res.stdout.startswith(CLEAN):
-            return None
-        return replace(res, stdout=res.stdout[len(CLEAN) :])
 
 
 def _handoff(judge: _Judge, runner_out: bytes) -> None:
