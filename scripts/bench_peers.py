@@ -24,7 +24,16 @@ with its own Runtime (`open_runtime(B)`) and its own Grader (reused judges):
   floor@B          a bare container running `true`, one per sample, created, started, waited
                    for and removed through B's Runtime (as `assay bench` measures it)
 
+and, outside assay (issue 38's reference):
+
+  raw-floor        `runc run` of `python3 -I -S -c pass` in a fresh bundle per sample (its own
+                   namespaces, read-only root, uid 1000, memory+swap, pids and CPU limits), as
+                   `scripts/bench_cycle.py --floor` runs it
+
 `floor@docker` (`docker run --rm IMAGE true` through the engine) is the reference Docker floor.
+Each row also has the machine's CPU seconds per grading (/proc/stat: user, nice, system, irq,
+softirq and steal over that contender's own chunks: every process on the machine counts, the
+engine's, runc's and the containers' included, and so does anything else running meanwhile).
 Ratios (printed, and under "ratios" in the JSON) are of gradings per minute, first over second
 (above 1: the first grades more per minute), for each backend B: t3@B/floor@docker,
 t2@B/floor@docker, t3@B/floor@B, t2@B/floor@B, t3@B/llm-sandbox (a ratio whose contenders did
@@ -50,6 +59,7 @@ import signal
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -67,7 +77,8 @@ from assay._internal.batch.jobs import Job
 from assay._internal.batch.run import drain
 from assay._internal.proof.bench import measure_floor
 from assay._internal.runtime import Runtime
-from assay._internal.runtime.engine import BACKENDS, open_runtime
+from assay._internal.runtime.engine import BACKENDS, engine_client, open_runtime
+from assay._internal.runtime.oci.rootfs import RootfsCache
 from assay._internal.tiers.strict import candidate as strict
 
 LABEL = "assay.bench-peers"
@@ -196,6 +207,32 @@ def assay_tier(
     return run
 
 
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has spent busy since boot (/proc/stat's first line)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def raw_floor(work: Path) -> Callable[[str, dict[str, Any], Path], bool]:
+    """One `bench_cycle.floor_cycle` per sample: the same bundle, config and `runc run`."""
+    import bench_cycle
+
+    bench_cycle.FLOOR_STATE.mkdir(mode=0o700, exist_ok=True)
+    rootfs = RootfsCache(engine_client()).rootfs(IMAGE)[1]
+    one = bench_cycle.floor_cycle(rootfs, work)
+    never = threading.Event()
+
+    def run(_pid: str, _p: dict[str, Any], _task: Path) -> bool:
+        _seconds, _phases, failure = one(set(), never)
+        if failure:
+            print(f"  raw floor: {failure}", file=sys.stderr)
+        return failure is None
+
+    return run
+
+
 def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -223,6 +260,7 @@ def contenders_of(
         # Only with --only: T3 with a new interpreter per case, as before issue 17.
         out[f"assay-t3-exec@{b}"] = assay_tier(g, root, jobs, t2=False, spawn="exec")
         out[f"floor@{b}"] = pooled(jobs, floor_one(runtimes[b]))
+    out["raw-floor"] = pooled(jobs, raw_floor(root / "floor"))
     return out
 
 
@@ -246,6 +284,8 @@ def ratios(rows: dict[str, dict[str, Any]], backends: list[str]) -> dict[str, fl
             (f"assay-t3@{b}", f"floor@{b}"),
             (f"assay-t2@{b}", f"floor@{b}"),
             (f"assay-t3@{b}", "llm-sandbox"),
+            (f"assay-t3@{b}", "raw-floor"),
+            (f"assay-t2@{b}", "raw-floor"),
         ]
     out: dict[str, float] = {}
     for x, y in pairs:
@@ -284,6 +324,11 @@ def main() -> int:
             graders[b] = assay.Grader(runtime=runtimes[b], image=IMAGE, reuse_judges=True)
             cleanup.callback(graders[b].close)
         write_samples(root, probs)
+        (root / "floor").mkdir()
+        sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_cycle, for the raw floor
+        import bench_cycle
+
+        cleanup.callback(bench_cycle.floor_cleanup)
         contenders = contenders_of(backends, graders, runtimes, root, a.jobs)
         names = selected(list(contenders), a.only)
         contenders = {k: contenders[k] for k in names}
@@ -294,13 +339,15 @@ def main() -> int:
         wall = dict.fromkeys(names, 0.0)
         per: dict[str, list[float]] = {k: [] for k in names}
         failed: dict[str, int] = dict.fromkeys(names, 0)
+        busy = dict.fromkeys(names, 0.0)
         for i in range(0, len(probs), a.chunk):
             chunk = probs[i : i + a.chunk]
             r = (i // a.chunk) % len(names)
             for name in names[r:] + names[:r]:
-                t0 = time.monotonic()
+                t0, b0 = time.monotonic(), machine_busy_s()
                 results = contenders[name](chunk)
                 wall[name] += time.monotonic() - t0
+                busy[name] += machine_busy_s() - b0
                 per[name] += [s for _, s in results]
                 failed[name] += sum(not ok for ok, _ in results)
             load.append(os.getloadavg()[0])
@@ -316,6 +363,7 @@ def main() -> int:
             "not_passed": failed[k],
             "wall_s": round(wall[k], 3),
             "per_min": round(n / wall[k] * 60, 1),
+            "machine_cpu_s_per_grading": round(busy[k] / n, 4),
             "grading_median_s": round(statistics.median(per[k]), 4),
             "grading_p90_s": round(sorted(per[k])[int(0.9 * (n - 1))], 4),
         }
@@ -337,11 +385,15 @@ def main() -> int:
         "ratios": ratios(rows, backends),
     }
     width = max(12, *map(len, rows))
-    print(f"{'contender':{width}} {'per min':>8} {'median s':>9} {'p90 s':>7} {'not passed':>10}")
+    print(
+        f"{'contender':{width}} {'per min':>8} {'median s':>9} {'p90 s':>7} {'not passed':>10}"
+        f" {'machine CPU s':>13}"
+    )
     for k, r in rows.items():
         print(
             f"{k:{width}} {r['per_min']:8.1f} {r['grading_median_s']:9.3f}"
             f" {r['grading_p90_s']:7.3f} {r['not_passed']:10d}"
+            f" {r['machine_cpu_s_per_grading']:13.4f}"
         )
     print("ratios (gradings per minute, first over second):")
     for k, v in summary["ratios"].items():
