@@ -247,3 +247,14 @@ def test_the_public_cli_check_sees_an_internal_import() -> None:
     assert internal_imports_of(("assay.cli.grade",), graph) == [
         "assay.cli.common -> assay._internal.runtime.engine"
     ]
+
+
+def test_no_runtime_module_is_over_500_lines() -> None:
+    """Issue 37: the runc backend was three 700-800-line modules holding two or three jobs
+    each; a module of `runtime/` stays small enough to read in one sitting."""
+    long = {
+        str(p.relative_to(SRC)): n
+        for p in sorted((SRC / "assay/_internal/runtime").rglob("*.py"))
+        if (n := len(p.read_text().splitlines())) > 500
+    }
+    assert long == {}

@@ -52,11 +52,11 @@ from assay._internal.runtime.base import (
     Runtime,
     Scratch,
     Spawned,
-    run_spawned,
 )
 from assay._internal.runtime.dockerengine import START_DOCKER_FIX
 from assay._internal.runtime.engine import BACKENDS, DEFAULT_BACKEND, OCI_RUNTIMES, open_runtime
 from assay._internal.runtime.images import DEFAULT_BASE_IMAGE
+from assay._internal.runtime.runspawned import run_spawned
 
 __all__ = [
     "BACKENDS",

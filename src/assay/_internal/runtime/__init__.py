@@ -13,8 +13,8 @@ from .base import (
     RuntimeError_,
     Scratch,
     Spawned,
-    run_spawned,
 )
+from .runspawned import run_spawned
 from .scope import GradingScope
 
 __all__ = [

@@ -1,17 +1,14 @@
 """The Docker backend (docker-py): the engine calls of the `Runtime` contract. What a
 container is created with, all its hardening, is decided in dockerconfig.py; what a grading
-leaves on the engine is found and removed by dockergc.py; its cgroup is the cgroup layer's."""
+leaves on the engine is found and removed by dockergc.py; its cgroup is the cgroup layer's; an
+exec's output is read by dockerexec.py, a spawned container's attach split by dockerattach.py."""
 
 from __future__ import annotations
 
 import calendar
 import logging
-import os
-import socket
-import struct
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from functools import wraps
 from typing import Any, BinaryIO, ParamSpec, TypeVar
 
@@ -23,7 +20,7 @@ from docker.types import Mount
 
 from assay.errors import EngineUnavailableError
 
-from . import cgroup, dockerconfig, dockergc
+from . import cgroup, dockerattach, dockerconfig, dockerexec, dockergc
 from .base import (
     ArchiveTooLarge,
     CensusUnavailable,
@@ -32,13 +29,13 @@ from .base import (
     ExecResult,
     RuntimeError_,
     Spawned,
-    run_spawned,
 )
 from .dockerconfig import EXEC_USER_LABEL
 from .dockerengine import STUCK_FIX, connect, lost_or_stuck
 from .images import ensure_image_present
 from .oci.seccomp import profile_text
 from .owner import this_owner
+from .runspawned import run_spawned
 
 REMOVE_WAIT_S = 10
 
@@ -144,9 +141,7 @@ class DockerRuntime:
 
     def spawn(self, cid: str) -> Spawned:
         # Attached before the start: with no log driver, output written before an attach is
-        # lost. The engine multiplexes stdout and stderr on one stream (8-byte frame
-        # headers); a thread puts each frame into a pipe of its own, which is what a
-        # `Spawned` holds on every backend.
+        # lost (dockerattach.py).
         if cid in self._users and cid not in self._stdin:
             raise RuntimeError_(f"container {cid[:12]} was not created to be spawned")
         stdin = self._stdin.pop(cid, None)
@@ -155,27 +150,8 @@ class DockerRuntime:
             stdin = bool(info["Config"]["OpenStdin"])
         params = {"stdout": 1, "stderr": 1, "stream": 1, "stdin": int(stdin)}
         conn = self._call("attach", self._api.attach_socket, cid, params)
-        raw: socket.socket = getattr(conn, "_sock", conn)
-        pipes = [os.pipe(), os.pipe()] + ([os.pipe()] if stdin else [])
-        (out_r, out_w), (err_r, err_w) = pipes[0], pipes[1]
-        threading.Thread(
-            target=_demux, args=(conn, {1: out_w, 2: err_w}), daemon=True, name="attach-out"
-        ).start()
-        if stdin:
-            in_r, in_w = pipes[2]
-            threading.Thread(target=_forward, args=(in_r, raw), daemon=True).start()
-        try:
-            self._call("start", self._api.start, cid)
-        except BaseException:
-            _shut(raw)
-            for fd in (out_r, err_r) + ((in_w,) if stdin else ()):
-                os.close(fd)
-            raise
-        return Spawned(
-            cid,
-            stdin=os.fdopen(in_w, "wb", buffering=0) if stdin else None,
-            stdout=os.fdopen(out_r, "rb", buffering=0),
-            stderr=os.fdopen(err_r, "rb", buffering=0),
+        return dockerattach.start_attached(
+            cid, conn, stdin, lambda: self._call("start", self._api.start, cid)
         )
 
     def run(
@@ -300,122 +276,11 @@ class DockerRuntime:
         keep_container: bool = False,
     ) -> ExecResult:
         t0 = time.monotonic()
-        exec_id = self._call(
-            "exec",
-            self._api.exec_create,
-            cid,
-            list(argv),
-            stdout=capture,
-            stderr=capture,
-            environment=dict(env or {}),
-            workdir=workdir,
-            user=self._exec_user(cid),
-        )["Id"]
-        if not capture:
-            self._call("exec", self._api.exec_start, exec_id, detach=True)
-            return self._poll_exec(cid, exec_id, t0, deadline_s)
-        out, err = bytearray(), bytearray()
-        truncated = threading.Event()
-        stream: Iterator[tuple[bytes | None, bytes | None]] = self._call(
-            "exec", self._api.exec_start, exec_id, stream=True, demux=True
-        )
-
-        settled = threading.Event()  # the stream ended, or went over the cap
-
-        def pump() -> None:
-            try:
-                for o, e in stream:
-                    if truncated.is_set():
-                        # Keep draining after the cap: a writer blocked on a full pipe can keep
-                        # a runsc sandbox from exiting on kill, and the engine then never
-                        # unmounts its volumes.
-                        continue
-                    if o:
-                        out.extend(o)
-                    if e:
-                        err.extend(e)
-                    if len(out) + len(err) > output_cap:
-                        truncated.set()
-                        settled.set()
-            except (requests.exceptions.RequestException, OSError, docker.errors.APIError):
-                pass  # the container was killed under us: the exit state tells the rest
-            finally:
-                settled.set()
-
-        reader = threading.Thread(target=pump, daemon=True)
-        reader.start()
-        while not settled.wait(timeout=min(max(deadline_s - (time.monotonic() - t0), 0), 1.0)):
-            if time.monotonic() - t0 >= deadline_s:
-                break
-            if not self._running(cid):
-                # runsc keeps the stream of a sandbox that stopped open until the deadline
-                # (the reader ends when the container is removed).
-                return self._exec_gone(cid, t0)
-        timed_out = not settled.is_set()
-        duration = time.monotonic() - t0
-        if keep_container and (timed_out or truncated.is_set()):
-            # The caller stops the command (each stream is cut at the cap on its own, so the
-            # caller still sees what the command wrote first on stderr); the reader drains
-            # until the stream closes.
-            return ExecResult(
-                None, bytes(out[:output_cap]), bytes(err[:output_cap]),
-                timed_out, truncated.is_set(), duration,
-            )  # fmt: skip
-        if timed_out or truncated.is_set():
-            # Past the deadline or over the cap: the only safe stop is the whole container.
-            self.kill(cid)
-            reader.join(timeout=5)
-        else:
-            reader.join()
-        if timed_out or truncated.is_set():
-            exit_code = None  # we killed it; some runtimes (runsc) also drop the exec record
-        else:
-            record = self._exec_record(exec_id)
-            if record is None:
-                return self._exec_gone(cid, t0)
-            exit_code = record.get("ExitCode")
-        return ExecResult(
-            exit_code=exit_code if isinstance(exit_code, int) else None,
-            stdout=bytes(out[:output_cap]),
-            stderr=bytes(err[: max(output_cap - len(out), 0)]),
-            timed_out=timed_out,
-            truncated=truncated.is_set(),
-            duration_s=duration,
-        )
-
-    def _poll_exec(self, cid: str, exec_id: str, t0: float, deadline_s: float) -> ExecResult:
-        delay = 0.01
-        while True:
-            info = self._exec_record(exec_id)
-            if info is None:
-                return self._exec_gone(cid, t0)
-            if not info.get("Running") and info.get("ExitCode") is not None:
-                return ExecResult(info["ExitCode"], b"", b"", False, False, time.monotonic() - t0)
-            if time.monotonic() - t0 >= deadline_s:
-                return ExecResult(None, b"", b"", True, False, time.monotonic() - t0)
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.1)
-
-    def _exec_record(self, exec_id: str) -> dict[str, Any] | None:
-        """The exec's record, or None once the engine has dropped it."""
-        try:
-            return dict(self._call("exec", self._api.exec_inspect, exec_id))
-        except RuntimeError_ as exc:
-            if isinstance(exc.__cause__, docker.errors.NotFound):
-                return None
-            raise
-
-    def _running(self, cid: str) -> bool:
-        state = self._call("exec", self._api.inspect_container, cid).get("State") or {}
-        return bool(state.get("Running"))
-
-    def _exec_gone(self, cid: str, t0: float) -> ExecResult:
-        """The engine lost an exec's record. runsc does so when its whole sandbox stopped (at
-        the memory limit, for one); only a stopped container explains it, and the caller
-        then asks why (`oom_killed`). In a running container it is an engine fault."""
-        if self._running(cid):
-            raise RuntimeError_(f"exec: the engine lost a command in running {cid[:12]}")
-        return ExecResult(None, b"", b"", False, False, time.monotonic() - t0, exited=True)
+        return dockerexec.exec_in(
+            self._call, self._api, self.kill, cid, argv, user=self._exec_user(cid), t0=t0,
+            deadline_s=deadline_s, output_cap=output_cap, env=env, workdir=workdir,
+            capture=capture, keep_container=keep_container,
+        )  # fmt: skip
 
     # -- archives and logs -----------------------------------------------------------------
 
@@ -558,69 +423,3 @@ class DockerRuntime:
 
     def _lost_or_stuck(self, what: str, exc: Exception) -> RuntimeError_ | EngineUnavailableError:
         return lost_or_stuck(self._api, what, exc)
-
-
-FRAME_HEADER = struct.Struct(">BxxxL")
-
-
-def _read_exactly(conn: Any, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = conn.read(n - len(buf))
-        if not chunk:
-            break
-        buf.extend(chunk)
-    return bytes(buf)
-
-
-def _demux(conn: Any, fds: dict[int, int]) -> None:
-    """Copy an attach stream's frames into the pipe of each frame's stream (1 stdout, 2
-    stderr) until the stream ends, then close every pipe: the reader's end-of-file."""
-    try:
-        while True:
-            header = _read_exactly(conn, FRAME_HEADER.size)
-            if len(header) < FRAME_HEADER.size:
-                return
-            kind, size = FRAME_HEADER.unpack(header)
-            while size > 0:
-                chunk = conn.read(min(size, 65536))
-                if not chunk:
-                    return
-                size -= len(chunk)
-                fd = fds.get(kind)
-                if fd is not None:
-                    _write_all(fd, chunk)
-    except OSError:
-        return  # the reader closed its end, or the stream broke: the container's state says
-    finally:
-        for fd in fds.values():
-            os.close(fd)
-        try:
-            conn.close()
-        except OSError:
-            pass
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _forward(src: int, sock: socket.socket) -> None:
-    """The controller's stdin pipe into the attach stream; its end is the container's."""
-    try:
-        while chunk := os.read(src, 65536):
-            sock.sendall(chunk)
-    except OSError:
-        pass
-    finally:
-        os.close(src)
-        _shut(sock, socket.SHUT_WR)
-
-
-def _shut(sock: socket.socket, how: int = socket.SHUT_RDWR) -> None:
-    try:
-        sock.shutdown(how)
-    except OSError:
-        pass

@@ -1,7 +1,9 @@
 """A `Runtime` that drives the OCI runtime (runc, or gVisor's runsc: runsc.py) directly: no
 daemon between the controller and the container. This module is the containers' lifecycle;
-the runtime's command line is client.py's, archives are archives.py's, what `gc` finds and
-removes is gc.py's, and the cgroups are the cgroup layer's (`..cgroup`).
+the runtime's command line is client.py's, what `create` makes in a container's directory is
+populate.py's, its processes' start, pipes and execs are launch.py's, archives are
+archives.py's, what `gc` finds and removes is gc.py's, and the cgroups are the cgroup layer's
+(`..cgroup`).
 
 Each container is a bundle under `STATE_ROOT/c/<id>`: its config (bundle.py), an overlay of
 the image's shared unpacked root (rootfs.py), and host tmpfs mounts for /tmp and each scratch
@@ -17,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import resource
 import shutil
 import stat
 import subprocess
@@ -30,26 +31,17 @@ from typing import Any, BinaryIO
 
 from assay.errors import CensusUnavailableError, EngineError
 
-from ..base import AGENT_UID, ContainerSpec, ExecResult, Spawned, run_spawned
+from ..base import ContainerSpec, ExecResult, Spawned
 from ..cgroup import Cgroup
-from ..owner import this_owner
-from . import archives, bundle, gc, host
-from .client import RUNC, STOP_WAIT_S, Client, Flavour, collect, drain_and_reap, log_errors
+from ..runspawned import run_spawned
+from . import archives, bundle, gc, host, launch
+from .client import RUNC, STOP_WAIT_S, Client, Flavour, log_errors
 from .host import INIT_BINARIES, Meta
+from .populate import populate
 from .rootfs import RootfsCache
 from .seccomp import docker_default
 
 LOG = logging.getLogger("assay")
-START_WAIT_S = 30.0
-OVERLAY_UPPER_HARDENED = 16 * 2**20
-"""The upper layer of a hardened root only takes runc's mount points (the root is read-only
-inside the container)."""
-OVERLAY_UPPER_WRITABLE = 1024 * 2**20
-"""An unhardened container (a baseline) writes its root into a capped tmpfs, never the disk."""
-NOFILE = min(resource.getrlimit(resource.RLIMIT_NOFILE)[1], bundle.NOFILE)
-SECCOMP_SLOT: dict[str, Any] = {"assay-slot": "seccomp"}
-"""What `create` puts in the config's seccomp place, then swaps for the profile's JSON."""
-SECCOMP_JSON_SLOT = json.dumps(SECCOMP_SLOT)
 
 
 def _own_mounts(d: Path, meta: Meta) -> list[str]:
@@ -199,103 +191,20 @@ class OciRuntime:
             os.chmod(self._root, 0o700)
             self._root_made = True
             d.mkdir()
-        mounts: dict[str, str] = {}
-        read_only: list[str] = []
-        scratch: dict[str, str] = {}
-        extra_binds: list[tuple[str, str, bool]] = []
         try:
-            if spec.mounts_of is not None:
-                # Docker's volumes_from: the other container's scratch and binds, not its /tmp.
-                other = self._meta(spec.mounts_of)
-                for target, source in other.mounts.items():
-                    if target == "/tmp":
-                        continue
-                    mounts[target] = source
-                    if source.startswith(f"{self._root}/"):
-                        scratch[target] = source
-                    else:
-                        extra_binds.append((source, target, target in other.read_only))
-                        if target in other.read_only:
-                            read_only.append(target)
-            mounts["/tmp"] = str(d / "tmp")
-            for i, s in enumerate(spec.scratch):
-                scratch[s.target] = mounts[s.target] = str(d / f"s{i}")
-            for b in spec.binds:
-                mounts[b.target] = str(b.source)
-                if b.read_only:
-                    read_only.append(b.target)
-            cwd = spec.workdir or workdir
-            shared = self._shared_root(image_id, spec, mounts, cwd)
-            root = shared or d / "root"
-            meta = Meta(
-                cid=cid, grading_id=spec.grading_id, role=spec.role, owner=this_owner(),
-                exec_user=bundle.exec_user(spec), hardened=spec.hardened,
-                switch_user=spec.switch_user, workdir=cwd, env={**env, **spec.env},
-                mounts=mounts, read_only=read_only, read_only_root=spec.hardened,
-                spawned=spec.spawned, stdin=spec.stdin, root=str(shared or ""),
+            other = self._meta(spec.mounts_of) if spec.mounts_of is not None else None
+            meta = populate(
+                d, cid, spec, other=other, state_root=self._root, lower=lower, env=env,
+                workdir=workdir, flavour=self.flavour, init=self._init,
+                shared_root=lambda mounts, cwd: self._shared_root(image_id, spec, mounts, cwd),
+                seccomp_json=self._seccomp_json,
             )  # fmt: skip
-            # The meta goes first, written once: a controller killed from here on leaves
-            # something `gc` finds, and every mount made below is under `d`.
-            (d / "meta.json").write_text(meta.to_json())
-            if shared is None:
-                upper_size = OVERLAY_UPPER_HARDENED if spec.hardened else OVERLAY_UPPER_WRITABLE
-                self._tmpfs(d / "w", upper_size, "mode=0700")
-                (d / "w" / "upper").mkdir()
-                (d / "w" / "work").mkdir()
-                root.mkdir()
-                host.mount(
-                    "overlay", root, "overlay", 0,
-                    f"lowerdir={lower},upperdir={d / 'w' / 'upper'},workdir={d / 'w' / 'work'}",
-                )  # fmt: skip
-            self._tmpfs(
-                d / "tmp", spec.limits.tmp_bytes, "mode=1777", host.MS_NOSUID | host.MS_NODEV
-            )
-            for i, s in enumerate(spec.scratch):
-                opts = f"uid={AGENT_UID},gid={AGENT_UID},mode=0755"
-                self._tmpfs(d / f"s{i}", s.size_bytes, opts, host.MS_NOSUID | host.MS_NODEV)
-            caps = bundle.exec_caps(spec)
-            pids, flavour = spec.limits.pids, self.flavour
-            cfg = bundle.config(
-                spec,
-                bundle.HostPaths(
-                    rootfs=str(root), tmp=str(d / "tmp"), scratch=scratch,
-                    extra_binds=extra_binds, init=self._init if spec.init else None,
-                ),
-                image_env=env, image_workdir=workdir, seccomp=SECCOMP_SLOT,
-                cgroups_path=host.cgroup_path(cid), hostname=cid[:12], nofile=NOFILE,
-                cgroup_pids=flavour.cgroup_pids(pids),
-                nproc=pids if flavour.pids_backstop is not None else None,
-            )  # fmt: skip
-            # The seccomp profile is most of the file and the same for every container with
-            # these capabilities: serialised once, put in its place here.
-            text = json.dumps(cfg)
-            if text.count(SECCOMP_JSON_SLOT) == 1:  # (a string value would hold it escaped)
-                text = text.replace(SECCOMP_JSON_SLOT, self._seccomp_json(caps))
-            else:
-                cfg["linux"]["seccomp"] = json.loads(self._seccomp_json(caps))
-                text = json.dumps(cfg)
-            (d / "config.json").write_text(text)
-            if flavour.makes_cgroups:
-                # runsc removes the cgroups it created when its sandbox ends, the OOM-kill and
-                # pids counters with them, before the controller can read why it ended. It
-                # leaves a cgroup it found (and sets no limit in it): these two are made, and
-                # limited, here, and removed with the container.
-                group, memory = host.cgroup(cid), spec.limits.memory_bytes
-                group.make(
-                    "memory",
-                    {"memory.limit_in_bytes": memory, "memory.memsw.limit_in_bytes": memory},
-                )
-                group.make("pids", {"pids.max": flavour.cgroup_pids(pids)})
         except BaseException:
             self._destroy(cid)
             raise
         with self._lock:
             self._metas[cid] = meta
         return cid
-
-    def _tmpfs(self, path: Path, size: int, opts: str, flags: int = 0) -> None:
-        path.mkdir()
-        host.mount("tmpfs", path, "tmpfs", flags, f"size={size},{opts}")
 
     def _meta(self, cid: str) -> Meta:
         meta = self._metas.get(cid)
@@ -307,19 +216,6 @@ class OciRuntime:
             raise EngineError(f"no container {cid[:12]} on this host") from exc
         self._metas[cid] = meta
         return meta
-
-    def _stopped(self, shim: subprocess.Popen[bytes], failure: str) -> bool:
-        """Whether an exec failed (with `failure`) because the container had stopped."""
-        word = self.flavour.dies_first
-        if word is not None and shim.poll() is None and word in failure:
-            # `runsc exec` learns of a sandbox that died under it (killed at its memory
-            # limit) as a broken connection, before `runsc run` has noticed and exited: give
-            # it that time.
-            try:
-                shim.wait(timeout=STOP_WAIT_S)
-            except subprocess.TimeoutExpired:
-                pass
-        return shim.poll() is not None
 
     def _run_flags(self, d: Path) -> tuple[str, ...]:
         if not self.flavour.chooses_network:
@@ -347,19 +243,7 @@ class OciRuntime:
             flags=self._run_flags(d),
         )  # fmt: skip
         self._started(cid, shim)
-        deadline = time.monotonic() + START_WAIT_S
-        delay = 0.0005
-        while not pid_file.exists():
-            if shim.poll() is not None:
-                if pid_file.exists():
-                    return  # started and already done (a command as PID 1 that exits at once)
-                raise EngineError(f"{self.name} could not start {cid[:12]}: {log_errors(log)}")
-            if time.monotonic() > deadline:
-                raise EngineError(
-                    f"{self.name} did not start {cid[:12]} within {START_WAIT_S:.0f} s"
-                )
-            time.sleep(delay)
-            delay = min(delay * 2, 0.01)
+        launch.wait_started(self.name, cid, shim, pid_file, log)
 
     def spawn(self, cid: str) -> Spawned:
         # No pid file and no polling for it: nothing here needs the main process's pid (the
@@ -367,36 +251,10 @@ class OciRuntime:
         d, meta = self._unstarted(cid)
         if not meta.spawned:
             raise EngineError(f"container {cid[:12]} was not created to be spawned")
-        ours: list[int] = []  # this process's ends
-        theirs: list[int] = []  # the runtime's, closed here once it holds them
-        try:
-            out_r, out_w = os.pipe()
-            ours.append(out_r)
-            theirs.append(out_w)
-            err_r, err_w = os.pipe()
-            ours.append(err_r)
-            theirs.append(err_w)
-            in_r, in_w = os.pipe() if meta.stdin else (subprocess.DEVNULL, -1)
-            if in_w >= 0:
-                ours.append(in_w)
-                theirs.append(in_r)
-            shim = self._cli.run(
-                cid, d, d / "run.log", run_flags=self.flavour.run_flags,
-                flags=self._run_flags(d), stdio=(in_r, out_w, err_w),
-            )  # fmt: skip
-        except BaseException:
-            for fd in ours + theirs:
-                os.close(fd)
-            raise
-        for fd in theirs:
-            os.close(fd)
-        self._started(cid, shim)
-        return Spawned(
-            cid,
-            stdin=os.fdopen(in_w, "wb", buffering=0) if in_w >= 0 else None,
-            stdout=os.fdopen(out_r, "rb", buffering=0),
-            stderr=os.fdopen(err_r, "rb", buffering=0),
-        )
+        return launch.spawn_piped(
+            self._cli, cid, d, stdin=meta.stdin, run_flags=self.flavour.run_flags,
+            flags=self._run_flags(d), started=lambda shim: self._started(cid, shim),
+        )  # fmt: skip
 
     def run(
         self, cid: str, *, deadline_s: float, output_cap: int, stdin: bytes = b""
@@ -509,64 +367,11 @@ class OciRuntime:
         shim = self._shims.get(cid)
         if shim is not None and shim.poll() is not None:
             raise EngineError(f"exec: container {cid[:12]} is not running")
-        d = host.state_dir(cid, self._root)
-        tag = uuid.uuid4().hex[:12]
-        proc_file, log = d / f"exec-{tag}.json", d / f"exec-{tag}.log"
-        spec = bundle.process(
-            argv,
-            user=meta.exec_user,
-            env={**meta.env, **(env or {})},
-            cwd=workdir or meta.workdir,
-            caps=bundle.SWITCH_CAPS
-            if meta.switch_user
-            else (() if meta.hardened else bundle.DOCKER_DEFAULT_CAPS),
-            no_new_privileges=meta.hardened,
-            nofile=NOFILE,
-        )
-        proc_file.write_text(json.dumps(spec))
-        try:
-            proc = self._cli.exec(cid, proc_file, log, capture=capture)
-            out, err, timed_out, truncated = collect(proc, t0 + deadline_s, output_cap, capture)
-            if (timed_out or truncated) and keep_container:
-                threading.Thread(target=drain_and_reap, args=(proc,), daemon=True).start()
-                return ExecResult(
-                    None, bytes(out[:output_cap]), bytes(err[:output_cap]),
-                    timed_out, truncated, time.monotonic() - t0,
-                )  # fmt: skip
-            if timed_out or truncated:
-                self.kill(cid)
-                drain_and_reap(proc)
-                return ExecResult(
-                    None, bytes(out[:output_cap]), bytes(err[: max(output_cap - len(out), 0)]),
-                    timed_out, truncated, time.monotonic() - t0,
-                )  # fmt: skip
-            code = proc.wait()
-            failure = log_errors(log)
-            if failure and self.flavour.could_not_start(failure):
-                # The command could not start (no such binary, no such working directory):
-                # the command's failure, as Docker reports it (exit 126, the reason on
-                # stderr), not the runtime's.
-                return ExecResult(
-                    126, b"", f"OCI runtime exec failed: {failure}".encode()[:output_cap],
-                    False, False, time.monotonic() - t0,
-                )  # fmt: skip
-            if failure:
-                if shim is not None and self._stopped(shim, failure):
-                    return ExecResult(
-                        None, b"", b"", False, False, time.monotonic() - t0, exited=True
-                    )
-                raise EngineError(f"exec in {cid[:12]}: {failure}")
-            return ExecResult(
-                exit_code=code,
-                stdout=bytes(out[:output_cap]),
-                stderr=bytes(err[: max(output_cap - len(out), 0)]),
-                timed_out=False,
-                truncated=False,
-                duration_s=time.monotonic() - t0,
-            )
-        finally:
-            proc_file.unlink(missing_ok=True)
-            log.unlink(missing_ok=True)
+        return launch.exec_in(
+            self._cli, self.flavour, self.kill, cid, host.state_dir(cid, self._root), meta, shim,
+            argv, t0=t0, deadline_s=deadline_s, output_cap=output_cap, env=env,
+            workdir=workdir, capture=capture, keep_container=keep_container,
+        )  # fmt: skip
 
     # -- archives and logs -----------------------------------------------------------------
 
