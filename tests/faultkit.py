@@ -187,9 +187,12 @@ class SmallFs:
 class DelayProxy:
     """A unix socket that forwards to an engine's socket, holding back the engine's answers.
 
-    Every answer chunk waits `base_s`; the answer to an exec start (the stream a grading's
-    deadline watches) waits `stall_s` more with probability `p_stall`, drawn from a seeded RNG
-    so a run can be repeated."""
+    Every answer chunk waits `base_s`; the streams a grading's deadline watches wait `stall_s`
+    more with probability `p_stall`, drawn from a seeded RNG so a run can be repeated: an exec
+    start's answer, and an attach's first output after its upgrade header (since issue 38 a
+    candidate's runner and a resident judge are the containers' own processes, attached to
+    before their start: holding the header back would hold the start, which is the engine's
+    time, not the program's)."""
 
     def __init__(
         self, upstream: Path, base_s: float, stall_s: float, p_stall: float, seed: int
@@ -200,7 +203,7 @@ class DelayProxy:
         self._rng = random.Random(seed)
         self._rng_lock = threading.Lock()
         self.stalls = 0
-        self.exec_starts = 0
+        self.streams = 0
         self._socks: list[socket.socket] = []
         self._lock = threading.Lock()
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -227,33 +230,37 @@ class DelayProxy:
                 continue
             with self._lock:
                 self._socks += [client, engine]
-            stall = threading.Event()  # set when this connection's next answer must stall
+            stall = [-1]  # answer chunks to pass before this connection's stall; -1: none
             threading.Thread(target=self._up, args=(client, engine, stall), daemon=True).start()
             threading.Thread(target=self._down, args=(engine, client, stall), daemon=True).start()
 
-    def _up(self, src: socket.socket, dst: socket.socket, stall: threading.Event) -> None:
+    def _up(self, src: socket.socket, dst: socket.socket, stall: list[int]) -> None:
         self._pump(src, dst, lambda chunk: self._note_request(chunk, stall))
 
-    def _down(self, src: socket.socket, dst: socket.socket, stall: threading.Event) -> None:
+    def _down(self, src: socket.socket, dst: socket.socket, stall: list[int]) -> None:
         def hold(_chunk: bytes) -> None:
             delay = self.base_s
-            if stall.is_set():
-                stall.clear()
+            if stall[0] == 0:
                 delay += self.stall_s
+            if stall[0] >= 0:
+                stall[0] -= 1
             if delay:
                 time.sleep(delay)
 
         self._pump(src, dst, hold)
 
-    def _note_request(self, chunk: bytes, stall: threading.Event) -> None:
-        if chunk.startswith(b"POST ") and b"/exec/" in chunk.split(b"\r\n", 1)[0][:200]:
-            if chunk.split(b" ", 2)[1].endswith(b"/start"):
-                with self._rng_lock:
-                    self.exec_starts += 1
-                    hit = self._rng.random() < self.p_stall
-                    self.stalls += hit
-                if hit:
-                    stall.set()
+    def _note_request(self, chunk: bytes, stall: list[int]) -> None:
+        if not chunk.startswith(b"POST "):
+            return
+        path = chunk.split(b" ", 2)[1].split(b"?", 1)[0]
+        exec_start = b"/exec/" in path and path.endswith(b"/start")
+        if exec_start or (b"/containers/" in path and path.endswith(b"/attach")):
+            with self._rng_lock:
+                self.streams += 1
+                hit = self._rng.random() < self.p_stall
+                self.stalls += hit
+            if hit:
+                stall[0] = 0 if exec_start else 1
 
     def _pump(self, src: socket.socket, dst: socket.socket, each: Callable[[bytes], None]) -> None:
         try:
@@ -288,7 +295,7 @@ class HoldProxy(DelayProxy):
         self.hold = hold
         self.held = 0
 
-    def _up(self, src: socket.socket, dst: socket.socket, stall: threading.Event) -> None:
+    def _up(self, src: socket.socket, dst: socket.socket, stall: list[int]) -> None:
         holding = False
         try:
             while chunk := src.recv(65536):

@@ -525,7 +525,7 @@ def test_controller_sigkilled_at_random_points(batch: Batch) -> None:
 
 
 def test_slow_engine_deadlines_fire(batch: Batch) -> None:
-    """A proxy on the engine's socket holds back answers: some exec streams arrive after the
+    """A proxy on the engine's socket holds back answers: some exec or attach streams arrive after the
     task's deadline, which must end in a failed verdict naming time, or an error; never a pass."""
     task = batch.tmp / "add-tight"
     shutil.copytree(ADD, task, ignore=shutil.ignore_patterns("solutions"))
@@ -540,7 +540,7 @@ def test_slow_engine_deadlines_fire(batch: Batch) -> None:
         code, err = batch.run(jobs=2, host=proxy.url)
     finally:
         proxy.close()
-    assert proxy.stalls >= 1, "no exec was stalled: the fault did not happen"
+    assert proxy.stalls >= 1, "no stream was stalled: the fault did not happen"
     assert code in (0, 3), err
     acc = batch.check_accounted()
     first = batch.check_verdicts(complete=False)
@@ -561,7 +561,7 @@ def test_slow_engine_deadlines_fire(batch: Batch) -> None:
     final, started = batch.rerun_completes()
     ROWS.append(
         Row(
-            f"engine answers slowly (delay proxy: {proxy.stalls} of {proxy.exec_starts} exec "
+            f"engine answers slowly (delay proxy: {proxy.stalls} of {proxy.streams} exec/attach "
             "streams held 6 s past a 5 s deadline)",
             f"{len(batch.expect)} jobs, 2 runs, {started} gradings",
             f"first {_first_run_text(code, acc)} ({_outcome_text(first)}); rerun direct exit 0: "

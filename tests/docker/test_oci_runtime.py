@@ -7,9 +7,11 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -313,3 +315,32 @@ def test_a_container_runs_on_the_shared_root_that_no_runtime_can_write(
         assert (r.exit_code, r.stdout) == (0, b"/elsewhere\n"), r
         assert sorted(os.listdir(tree)) == before and not (tree / "elsewhere").exists()
         assert not (tree / "x").exists()
+
+
+@pytest.mark.parametrize("backend", ["runc", "docker"])
+def test_a_runs_deadline_counts_from_the_start_not_the_engines_time(
+    backend: str, oci: OciRuntime, docker_runtime: Any, base_image: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """An engine slow to attach and start a container (a delay proxy held Docker's attach
+    answer 6 s) made a correct program time out at a 5 s deadline it never had: the engine's
+    time before the start is not the program's. Here `spawn` takes 1.5 s before it returns,
+    and a program needing 0.5 s runs under a 1 s deadline."""
+    rt = oci if backend == "runc" else docker_runtime
+    real = rt.spawn
+
+    def slow_spawn(cid: str) -> Any:
+        time.sleep(1.5)
+        return real(cid)
+
+    monkeypatch.setattr(rt, "spawn", slow_spawn)
+    gid = "test-" + uuid.uuid4().hex[:12]
+    with GradingScope(rt, gid) as scope:
+        spec = _spec(base_image, gid, command=("sh", "-c", "sleep 0.5; echo done"), spawned=True)
+        cid = scope.container(spec, start=False)
+        r = rt.run(cid, deadline_s=1.0, output_cap=4096)
+        assert (r.timed_out, r.exit_code, r.stdout) == (False, 0, b"done\n"), r
+        hung = scope.container(_spec(base_image, gid, command=("sleep", "30"), spawned=True),
+                               start=False)  # fmt: skip
+        r = rt.run(hung, deadline_s=1.0, output_cap=4096)
+        assert r.timed_out and r.exit_code is None, r

@@ -274,14 +274,16 @@ class Runtime(Protocol):
         """The one-shot use of `spawn`: start the container `cid` (created `spawned`, never
         started), write `stdin` to its main process and close it (`spec.stdin` must be set unless
         `stdin` is empty: else `ValueError`), collect stdout and stderr, and wait for the
-        process to end, at most `deadline_s` seconds from the call; the backend enforces the
-        deadline itself. Past the deadline or over `output_cap` bytes (stdout and stderr
-        together) the container is killed and the result says timed_out or truncated, with
-        no exit code. Otherwise `exit_code` is the main process's status, 128 + N when signal
-        N ended it (as a shell tells it, with an init or not). The container stays, stopped,
-        until `remove`: its ceilings are read after `run` (`ceilings_hit`). A command's own
-        failure is its exit status, never an exception; raises `EngineError` if the container
-        cannot start or the engine loses it. `run_spawned` builds it on `spawn`."""
+        process to end, at most `deadline_s` seconds from the container's start (the engine's
+        own time to attach and start it is not the program's: a slow engine must not fail a
+        correct program); the backend enforces the deadline itself. Past the deadline or over
+        `output_cap` bytes (stdout and stderr together) the container is killed and the result
+        says timed_out or truncated, with no exit code. Otherwise `exit_code` is the main
+        process's status, 128 + N when signal N ended it (as a shell tells it, with an init or
+        not). The container stays, stopped, until `remove`: its ceilings are read after `run`
+        (`ceilings_hit`). A command's own failure is its exit status, never an exception;
+        raises `EngineError` if the container cannot start or the engine loses it.
+        `run_spawned` builds it on `spawn`."""
         ...
 
     def wait(self, cid: str, deadline_s: float) -> int | None:

@@ -262,8 +262,9 @@ class OciRuntime:
         t0 = time.monotonic()
         if stdin and not self._meta(cid).stdin:
             raise ValueError("stdin given to a container whose spec reads none")
+        spawned = self.spawn(cid)  # the deadline counts from the start, not the engine's
         res = run_spawned(
-            self, self.spawn(cid), stdin=stdin, deadline=t0 + deadline_s,
+            self, spawned, stdin=stdin, deadline=time.monotonic() + deadline_s,
             output_cap=output_cap, t0=t0,
         )  # fmt: skip
         if res.exit_code not in (None, 0):
