@@ -121,7 +121,16 @@ def scan_container_for_secret(container: Any, needles: list[bytes]) -> list[str]
 
     running = attrs.get("State", {}).get("Running", False)
     if running:
-        scan.text("process", "top", container.top(ps_args="-eo pid,args"))
+        try:
+            scan.text("process", "top", container.top(ps_args="-eo pid,args"))
+        except docker.errors.APIError:
+            # It stopped between the inspect and `top` (a resident judge whose pipes were just
+            # closed, a one-shot container at its end: the engine answers "ttrpc: closed"):
+            # no process is left to scan, and anything else is still the engine's error.
+            container.reload()
+            running = container.attrs.get("State", {}).get("Running", False)
+            if running:
+                raise
     for exec_id in attrs.get("ExecIDs") or []:  # only execs still running are listed here
         try:
             info = container.client.api.exec_inspect(exec_id)
