@@ -322,8 +322,9 @@ class Batch:
 
 
 def oci_orphan_traces() -> list[str]:
-    """Mounts and cgroups of the runc backend whose container has no state left: what a
-    removal that stopped half-way would leave (live containers of other tests are fine)."""
+    """Mounts, cgroups and directories of the runc backend that no container owns: what a
+    creation or removal that stopped half-way would leave (live containers of other tests
+    are fine)."""
     from assay._internal.runtime.cgroup import groups_under
     from assay._internal.runtime.oci import host
 
@@ -334,7 +335,24 @@ def oci_orphan_traces() -> list[str]:
         if Path(m).relative_to(host.STATE_ROOT / "c").parts[0] not in live
     ]
     traces += [f"cgroup {c}" for c in groups_under(host.CGROUP_PARENT) if c.name not in live]
+    # A maker that died before its container had a name; a directory with content and no
+    # meta (none is ever made: a removal takes the meta last).
+    traces += [f"staging {d.name}" for d, dead in host.staged() if dead is not False]
+    traces += [
+        f"directory {p.name}"
+        for p in (host.STATE_ROOT / "c").glob("*")
+        if not p.name.startswith(host.STAGING) and _content_and_no_meta(p)
+    ]
     return traces
+
+
+def _content_and_no_meta(d: Path) -> bool:
+    # In this order: a container being removed loses its meta last, so once the meta is seen
+    # gone the directory is empty or gone.
+    try:
+        return not (d / "meta.json").exists() and any(d.iterdir())
+    except FileNotFoundError:
+        return False
 
 
 def _outcome_text(counts: Counter[str]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import tarfile
 import time
 import uuid
@@ -255,6 +256,34 @@ def test_a_killed_controllers_containers_are_orphans_and_gc_removes_them(
     assert oci.leftovers(gid) == [] and host.cgroup(cid).leftovers() == []
     assert not host.state_dir(cid).exists()
     assert os.path.exists(host.STATE_ROOT)  # the root itself stays for the next controller
+
+
+def test_a_controller_killed_while_it_makes_a_container_leaves_nothing_after_gc(
+    base_image: str,
+) -> None:
+    """SIGKILLed between naming a container's directory and writing who owns it (CI once found
+    an empty directory under a container's name that `gc` could not attribute): what is left
+    is a staging directory `assay gc` removes, and then nothing of that container remains."""
+    import subprocess
+    import sys
+
+    cid = uuid.uuid4().hex
+    script = (
+        "import os, signal, uuid\n"
+        "from assay._internal.runtime.base import ContainerSpec\n"
+        "from assay._internal.runtime.oci import host, runtime\n"
+        f"runtime.uuid.uuid4 = lambda: uuid.UUID(hex={cid!r})\n"
+        "host.os.rename = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
+        f"runtime.OciRuntime().create(ContainerSpec(image={base_image!r}, grading_id='t', role='t'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert out.returncode == -signal.SIGKILL, out
+    left = [d for d, dead in host.staged() if d.name.endswith(cid)]
+    assert len(left) == 1 and not host.state_dir(cid).exists()
+    gc = subprocess.run([sys.executable, "-m", "assay", "gc"], capture_output=True, timeout=120)
+    assert gc.returncode == 0, gc.stderr
+    assert [d for d, _ in host.staged() if d.name.endswith(cid)] == []
+    assert not host.state_dir(cid).exists() and host.cgroup(cid).leftovers() == []
 
 
 def test_put_archive_lands_in_the_mount_the_container_sees(box) -> None:  # type: ignore[no-untyped-def]

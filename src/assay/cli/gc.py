@@ -63,6 +63,13 @@ def gc_cmd(everything: bool, dry_run: bool) -> None:
                         removed += rt.sweep(gid)
                     except AssayError as exc:  # one stuck grading must not shield others
                         failures.append(f"{gid}: {exc}")
+            if everything and isinstance(rt, OciRuntime) and not dry_run:
+                try:
+                    # What is left has no readable meta (an older version's half-made
+                    # container): no grading to name, removed by id.
+                    removed += rt.sweep()
+                except AssayError as exc:
+                    failures.append(str(exc))
         for gid in sorted(gids):
             for d in _temp_dirs(gid):
                 click.echo(f"{'would remove' if dry_run else 'removing'} {d}")

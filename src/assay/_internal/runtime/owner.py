@@ -35,6 +35,23 @@ def this_owner() -> str:
     return f"{socket.gethostname()}:{_boot_id()}:{pid}:{_start_ticks(pid)}"
 
 
+def this_process() -> str:
+    """This process as `<pid>.<start ticks>`: short enough for a file name, and enough where
+    only this host writes and a reboot empties (the runc backend's state root). Not cached:
+    a forked child is another process."""
+    pid = os.getpid()
+    return f"{pid}.{_start_ticks(pid)}"
+
+
+def process_is_dead(token: str) -> bool | None:
+    """True if the process `this_process` named on this host in this boot is certainly gone,
+    False if it lives, None if `token` is not one `this_process` makes."""
+    pid, _, start = token.partition(".")
+    if not (pid.isdigit() and start.isdigit()):
+        return None
+    return _start_ticks(int(pid)) != start
+
+
 def owner_is_dead(owner: str) -> bool | None:
     """True if the owning process is certainly gone, False if it lives, None if unknowable
     from here (another host, or a label in a format this version does not know)."""

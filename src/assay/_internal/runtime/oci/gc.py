@@ -94,10 +94,12 @@ def forget_stopped(root: Path, cid: str) -> bool:
 
 
 def sweep_stale_state(root: Path, own: Client) -> int:
-    """Remove each OCI runtime's record of a container whose directory is gone (a removal
-    that failed half-way): a container is made with its directory before the runtime
-    records it, and loses it only after, so nothing runs under such a record. Returns how
-    many records it removed; safe beside running gradings (`assay gc` calls it)."""
+    """Remove what no container owns: each OCI runtime's record of a container whose
+    directory is gone (a removal that failed half-way: a container is made with its
+    directory before the runtime records it, and loses it only after, so nothing runs under
+    such a record); the staging directory of a maker that died before it became a container
+    (it holds a meta at most); an empty container directory (a removal killed at its last
+    step). Returns how many it removed; safe beside running gradings (`assay gc` calls it)."""
     stale = {
         cid
         for cid in (_state_cid(p) for p in runtime_state(root))
@@ -105,7 +107,20 @@ def sweep_stale_state(root: Path, own: Client) -> int:
     }
     for cid in stale:
         delete_runtime_state(root, cid, own)
-    return len(stale)
+    n = len(stale)
+    for d, dead in host.staged(root):
+        if dead:
+            shutil.rmtree(d, ignore_errors=True)
+            n += not d.exists()
+    for m in host.all_metas(root):
+        if isinstance(m, str):
+            try:
+                # Only ever empty for a moment of a live removal, which then finds it gone.
+                host.state_dir(m, root).rmdir()
+                n += 1
+            except OSError:
+                pass  # not empty: an older version's, left for `assay gc --all`
+    return n
 
 
 def _of(root: Path, grading_id: str | None) -> list[Meta | str]:
@@ -149,6 +164,7 @@ def leftovers(root: Path, grading_id: str | None = None) -> list[str]:
         names += [f"mount:{p}" for p in host.mounted_under(root / "c")]
         names += [f"cgroup:{p}" for p in cgroup.groups_under(host.CGROUP_PARENT)]
         names += [f"state:{p}" for p in runtime_state(root)]
+        names += [f"staging:{d.name}" for d, _ in host.staged(root)]
     return names
 
 

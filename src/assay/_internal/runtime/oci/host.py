@@ -4,10 +4,12 @@ with SIGKILL (what `assay gc` reads)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import Any
 from assay.errors import EngineError
 
 from ..cgroup import Cgroup
+from ..owner import process_is_dead, this_process
 
 STATE_ROOT = Path("/run/assay/oci")
 """On tmpfs: a reboot empties it, as it ends every container it describes."""
@@ -113,17 +116,79 @@ class Meta:
         return cls(**raw)
 
 
+STAGING = ".new."
+"""A container's directory is made as `.new.<pid>.<start ticks>.<cid>` (see `make_state_dir`)."""
+
+
 def state_dir(cid: str, root: Path = STATE_ROOT) -> Path:
     return root / "c" / cid
 
 
+def make_state_dir(d: Path, meta: Meta) -> None:
+    """Make container directory `d` holding its complete `meta.json` in one step: made under
+    a staging name that says which process makes it, then renamed. A controller killed on
+    the way leaves a staging directory `gc` judges by its name alone; a directory under a
+    container's own name always has a meta that says whose it is (`remove_state_dir` keeps
+    that true to the end). Raises FileNotFoundError if `d`'s parent is gone, OSError
+    else."""
+    staging = d.with_name(f"{STAGING}{this_process()}.{d.name}")
+    staging.mkdir()
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(staging / "meta.json", flags, 0o644), "w") as f:
+            f.write(meta.to_json())
+        os.rename(staging, d)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def remove_state_dir(d: Path) -> None:
+    """Remove `d` (its mounts already gone) with its `meta.json` last: a controller killed on
+    the way leaves a directory `gc` can still attribute, or an empty one. Errors are left for
+    the caller's check of what remains."""
+    try:
+        entries = list(os.scandir(d))
+    except OSError:
+        return
+    for e in entries:
+        if e.name == "meta.json":
+            continue
+        if e.is_dir(follow_symlinks=False):
+            shutil.rmtree(e.path, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(e.path)
+    with contextlib.suppress(OSError):
+        os.unlink(d / "meta.json")
+    with contextlib.suppress(OSError):
+        os.rmdir(d)
+
+
+def staged(root: Path = STATE_ROOT) -> list[tuple[Path, bool | None]]:
+    """Every staging directory under `root`, with whether the process making it is certainly
+    dead (None: a name `make_state_dir` does not make)."""
+    base = root / "c"
+    if not base.is_dir():
+        return []
+    found = []
+    for d in sorted(base.iterdir()):
+        if d.name.startswith(STAGING):
+            token = d.name[len(STAGING) :].rpartition(".")[0]
+            found.append((d, process_is_dead(token)))
+    return found
+
+
 def all_metas(root: Path = STATE_ROOT) -> Iterator[Meta | str]:
-    """Every container's meta under `root`; the bare id where its meta is unreadable (a
-    controller killed between mkdir and write): still removable by id."""
+    """Every container's meta under `root`; the bare id where its meta is unreadable (an
+    empty directory a removal killed at its last step left, or an older version's): still
+    removable by id. Staging directories are not containers yet (`staged`)."""
     base = root / "c"
     if not base.is_dir():
         return
     for d in sorted(base.iterdir()):
+        if d.name.startswith(STAGING):
+            continue
         try:
             yield Meta.from_json((d / "meta.json").read_text())
         except (OSError, ValueError, TypeError):

@@ -44,7 +44,7 @@ def populate(
     flavour: Flavour,
     init: str | None,
 ) -> Meta:
-    """Fill `d` for container `cid` and return its meta: `other` is the meta of
+    """Make and fill `d` for container `cid` and return its meta: `other` is the meta of
     `spec.mounts_of`, `lower`, `env` and `workdir` the image's unpacked root, environment and
     working directory, `shared_root` the image's shared root when the container can run on it
     with these mounts and working directory, `seccomp_json` the profile's text for a set of
@@ -82,9 +82,9 @@ def populate(
         mounts=mounts, read_only=read_only, read_only_root=spec.hardened,
         spawned=spec.spawned, stdin=spec.stdin, root=str(shared or ""),
     )  # fmt: skip
-    # The meta goes first, written once: a controller killed from here on leaves
-    # something `gc` finds, and every mount made below is under `d`.
-    (d / "meta.json").write_text(meta.to_json())
+    # `d` is made with its meta in one step: a controller killed from here on leaves
+    # something `gc` can attribute, and every mount made below is under `d`.
+    host.make_state_dir(d, meta)
     if shared is None:
         upper_size = OVERLAY_UPPER_HARDENED if spec.hardened else OVERLAY_UPPER_WRITABLE
         _tmpfs(d / "w", upper_size, "mode=0700")

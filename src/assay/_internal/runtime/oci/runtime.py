@@ -180,17 +180,12 @@ class OciRuntime:
         image_id, lower, env, workdir = self._image(spec.image)
         cid = uuid.uuid4().hex
         d = host.state_dir(cid, self._root)
-        try:
-            if not self._root_made:
-                raise FileNotFoundError
-            d.mkdir()
-        except FileNotFoundError:
+        if not (self._root_made and d.parent.is_dir()):
             # root's alone: `gc` acts on what it finds here, so no one else may plant a
             # meta.json. Made once per runtime, and again if it went.
-            (self._root / "c").mkdir(mode=0o700, parents=True, exist_ok=True)
+            d.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(self._root, 0o700)
             self._root_made = True
-            d.mkdir()
         try:
             other = self._meta(spec.mounts_of) if spec.mounts_of is not None else None
             meta = populate(
@@ -329,7 +324,7 @@ class OciRuntime:
         points = _own_mounts(d, meta) if meta is not None else host.mounted_under(d)
         for point in points:
             host.umount(Path(point))
-        shutil.rmtree(d, ignore_errors=True)
+        host.remove_state_dir(d)
         left = self._left(cid, d, group)
         if left and meta is not None:
             # Once more the slow way: every process killed, the mount table read.
@@ -338,7 +333,7 @@ class OciRuntime:
             group.remove()
             for point in host.mounted_under(d):
                 host.umount(Path(point))
-            shutil.rmtree(d, ignore_errors=True)
+            host.remove_state_dir(d)
             left = self._left(cid, d, group)
         with self._lock:
             self._metas.pop(cid, None)
@@ -423,8 +418,9 @@ class OciRuntime:
     # -- garbage (gc.py) -------------------------------------------------------------------
 
     def sweep_stale_state(self) -> int:
-        """`gc.sweep_stale_state`: the runtimes' records of containers whose directory is
-        gone; safe beside running gradings (`assay gc` calls it)."""
+        """`gc.sweep_stale_state`: what no container owns (the runtimes' records of
+        containers whose directory is gone, a dead maker's staging directory, an empty
+        container directory); safe beside running gradings (`assay gc` calls it)."""
         return gc.sweep_stale_state(self._root, self._cli)
 
     def sweep(self, grading_id: str | None = None) -> int:
