@@ -90,6 +90,8 @@ def test_stale_runtime_state_is_swept_and_a_live_record_is_not(tmp_path: Path) -
 
     live, stale = "a" * 32, "b" * 32
     (tmp_path / "c" / live).mkdir(parents=True)
+    # A container's directory always holds its meta (`host.make_state_dir`).
+    (tmp_path / "c" / live / "meta.json").write_text("{}")
     for cid in (live, stale):
         (tmp_path / "runc" / cid).mkdir(parents=True)
         (tmp_path / "runc" / cid / "state.json").write_text("{}")
