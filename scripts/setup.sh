@@ -17,6 +17,9 @@
 #      `assay build --languages all` when absent.
 #   8. verl's wheel (no dependencies, never installed: the tests load its sandbox_fusion reward
 #      module from it to call assay serve the way verl does) at .cache/wheels when absent.
+#   9. Harbor's CLI (PyPI `harbor`, Python >= 3.12) with this checkout and pytest, in
+#      .venv-harbor, for the tests that run `harbor run` with assay's environment and verifier
+#      and those that import assay.integrations.harbor.
 # Safe to run again: a second run changes nothing and prints nothing.
 set -euo pipefail
 
@@ -415,6 +418,44 @@ ensure_verl_wheel() {
         -d "$dir" "verl==$VERL_VERSION"
 }
 
+# ---------------------------------------------------------------------------------------------
+# 9. Harbor, in a venv of its own (it needs Python >= 3.12; assay's own venv may be 3.11)
+# ---------------------------------------------------------------------------------------------
+HARBOR_VERSION=0.26.0
+HARBOR_VENV="$ROOT/.venv-harbor"
+python312() {
+    # Debian 12 ships 3.11: a 3.12 from PATH, pyenv, or uv's own interpreters.
+    local p
+    for p in python3.12 python3.13 "$HOME"/.pyenv/versions/3.12*/bin/python3 \
+            "$HOME"/.pyenv/versions/3.13*/bin/python3; do
+        if command -v "$p" >/dev/null 2>&1 \
+                && "$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+            command -v "$p"; return 0
+        fi
+    done
+    "$VENV/bin/uv" python find '>=3.12' 2>/dev/null && return 0
+    "$VENV/bin/uv" python install 3.12 >"$STEP_LOG" 2>&1 && "$VENV/bin/uv" python find '>=3.12'
+}
+ensure_harbor() {
+    local py want
+    py="$(python312)" || die "Harbor needs Python >= 3.12 and none was found or installable \
+(install python3.12, or let uv download one); see $STEP_LOG"
+    want="$(cat "$ROOT/pyproject.toml" <(echo "harbor==$HARBOR_VERSION pytest") <("$py" -VV) \
+        | sha256sum | cut -d' ' -f1)"
+    if [ -x "$HARBOR_VENV/bin/harbor" ] \
+            && [ "$(cat "$HARBOR_VENV/.assay-installed" 2>/dev/null)" = "$want" ]; then
+        return 0
+    fi
+    say "Harbor $HARBOR_VERSION and this checkout into $HARBOR_VENV ($py)"
+    rm -rf "$HARBOR_VENV"
+    run_logged "uv venv" "$VENV/bin/uv" venv --quiet --python "$py" "$HARBOR_VENV"
+    local links=()
+    [ -n "${PIP_FIND_LINKS:-}" ] && links=(--find-links "$PIP_FIND_LINKS")
+    run_logged "uv pip install harbor" "$VENV/bin/uv" pip install --quiet \
+        --python "$HARBOR_VENV/bin/python" "${links[@]}" "harbor==$HARBOR_VERSION" pytest -e "$ROOT"
+    printf '%s\n' "$want" >"$HARBOR_VENV/.assay-installed"
+}
+
 ensure_python
 ensure_engine
 ensure_base_image
@@ -422,3 +463,4 @@ ensure_chromium
 ensure_oci_backend
 ensure_language_images
 ensure_verl_wheel
+ensure_harbor

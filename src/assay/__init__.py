@@ -17,6 +17,7 @@ from assay import batch, errors, firewall, runtime
 from assay._internal.api.build import LanguageImage, build_environment, build_languages
 from assay._internal.api.graded import Graded
 from assay._internal.api.grader import Grader, Job, TaskLike
+from assay._internal.api.harbortask import import_harbor
 from assay._internal.api.inline import InlineTasks, code_submission
 from assay._internal.api.keys import keygen, keyid, load_public_key, verify
 from assay._internal.api.report import ReportSummary, write_report
@@ -62,6 +63,7 @@ __all__ = [
     "code_submission",
     "errors",
     "firewall",
+    "import_harbor",
     "keygen",
     "keyid",
     "load_public_key",

@@ -1,0 +1,530 @@
+"""Harbor runs its agents; assay owns the box and the verdict.
+
+    # not Python: Harbor's CLI, in an environment with Harbor and assay
+    harbor run -p TASK -a oracle \\
+        --env assay.integrations.harbor:AssayEnvironment \\
+        --verifier assay.integrations.harbor:AssayVerifier
+
+`AssayVerifier` verifies a trial as `assay grade` does on the harbor tier: the agent's final
+workdir is taken out of its box (frozen first, when the box is an `AssayEnvironment`), crosses
+the archive firewall, and is restored into a fresh offline container from the task's image
+where `tests/test.sh` runs under assay's init; the reward is read through the firewall after
+every process of the tests has ended. The trial's rewards are the signed verdict's, and the
+verdict, its DSSE envelope and the diagnostics are written to the trial's verifier directory.
+Anything that stops a verdict being made raises `AssayVerifierError`: a Harbor error for the
+trial, never a reward of 0.
+
+`AssayEnvironment` is the agent's box on assay's runtime (runc by default, `ASSAY_RUNTIME`):
+assay's hardening (no network, no capabilities, a read-only root, every command as uid 1000),
+writable only at the task's workdir, /tmp and the directories Harbor writes (/logs/*,
+/solution, /tests, /installed-agent). What Harbor asks that it cannot honour (GPUs, a compose
+file, a network allowlist, Windows) fails the trial at `start` naming it. `--ek hardened=false`
+gives a box shaped like Harbor's Docker environment (root, writable root, still offline): the
+baseline the proof runs Harbor's stock verifier in (docs/integrations.md).
+
+Needs Harbor (Python >= 3.12): `pip install harbor assay` in one environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import os
+import secrets
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+from typing import IO, Any, BinaryIO, cast
+
+from harbor.environments.base import BaseEnvironment
+from harbor.environments.base import ExecResult as HarborExec
+from harbor.environments.capabilities import EnvironmentCapabilities
+from harbor.models.verifier.result import VerifierResult
+from harbor.verifier.base import BaseVerifier
+
+import assay
+from assay.errors import AssayError
+from assay.runtime import UNPRIVILEGED_USER, Bind, ContainerSpec, Limits, Runtime, Scratch
+
+__all__ = ["AssayEnvironment", "AssayVerifier", "AssayVerifierError", "assay_task"]
+
+HARBOR_DIRS = {
+    "/logs/agent": 64 << 20,
+    "/logs/verifier": 16 << 20,
+    "/logs/artifacts": 64 << 20,
+    "/solution": 64 << 20,
+    "/tests": 64 << 20,
+    "/installed-agent": 512 << 20,
+}
+"""Where Harbor's agents, oracle and stock verifier write in the box, with each one's room."""
+OUTPUT_CAP = 10 << 20
+"""Bytes of stdout + stderr one `exec` returns (Harbor's own sandboxes cap output too)."""
+TRANSFER_CAP = 256 << 20
+DEFAULT_EXEC_S = 6 * 3600.0
+"""A command Harbor gives no timeout: it cancels it at its phase's timeout instead."""
+COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
+_AGENT_UID = int(UNPRIVILEGED_USER.split(":")[0])
+
+
+class AssayVerifierError(RuntimeError):
+    """No verdict could be made (a task assay cannot honour, an engine failure): the trial ends
+    with this error and no reward."""
+
+
+_grader: assay.Grader | None = None
+
+
+def _the_grader() -> assay.Grader:
+    """One grader per Harbor process: its signing key (assay's per-user key) and runtime."""
+    global _grader
+    if _grader is None:
+        _grader = assay.Grader()
+    return _grader
+
+
+def _tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            h.update(b"L" + rel.encode() + b"\0" + os.readlink(path).encode() + b"\0")
+        elif path.is_file():
+            h.update(b"F" + rel.encode() + b"\0" + path.read_bytes() + b"\0")
+        elif path.is_dir():
+            h.update(b"D" + rel.encode() + b"\0")
+    return h.hexdigest()[:24]
+
+
+def assay_task(harbor_task_dir: str | Path) -> Path:
+    """The assay task for a Harbor task directory, imported once per content (under
+    $ASSAY_HARBOR_TASKS, default ~/.cache/assay/harbor-tasks). Raises
+    `assay.errors.UsageError` naming what assay cannot honour."""
+    src = Path(harbor_task_dir).resolve()
+    cache = Path(os.environ.get("ASSAY_HARBOR_TASKS", "~/.cache/assay/harbor-tasks"))
+    out = cache.expanduser() / f"{src.name}-{_tree_digest(src)}"
+    if (out / "task.toml").is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.{secrets.token_hex(6)}"
+    try:
+        assay.import_harbor(src, tmp)
+        try:
+            tmp.rename(out)
+        except OSError:
+            if not (out / "task.toml").is_file():  # another trial's import won the race
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+# -- tars ---------------------------------------------------------------------------------------
+
+
+def _rerooted(raw: IO[bytes], top: str, uid: int | None) -> tuple[bytes, int]:
+    """The tar `raw` (a runtime's archive of a directory named `top`) with names relative to
+    that directory, and, with `uid`, every member owned by it. Members are copied as they are
+    (links included): whoever receives the result judges them."""
+    out = io.BytesIO()
+    count = 0
+    with tarfile.open(fileobj=raw, mode="r|") as src, tarfile.open(fileobj=out, mode="w") as dst:
+        for m in src:
+            name = m.name.rstrip("/")
+            if name in (top, f"./{top}", "."):
+                continue
+            for prefix in (f"{top}/", f"./{top}/"):
+                if name.startswith(prefix):
+                    name = name[len(prefix) :]
+                    break
+            m.name = name
+            if uid is not None:
+                m.uid = m.gid = uid
+                m.uname = m.gname = ""
+            dst.addfile(m, src.extractfile(m) if m.isreg() else None)
+            count += 1
+    return out.getvalue(), count
+
+
+def _host_tar(source: Path, name: str, uid: int) -> bytes:
+    """A host file or directory as a tar (its contents at `name`, "" for a directory's own
+    contents): regular files and directories only, owned by `uid` so the box's user can
+    change them (Harbor chmods what it uploads)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tf:
+
+        def add(path: Path, arc: str) -> None:
+            st = path.lstat()
+            if path.is_symlink() or not (path.is_file() or path.is_dir()):
+                return
+            info = tarfile.TarInfo(arc)
+            info.mode = (st.st_mode & 0o777) | 0o600
+            info.uid = info.gid = uid
+            info.mtime = int(st.st_mtime)
+            if path.is_dir():
+                info.type = tarfile.DIRTYPE
+                if arc:
+                    tf.addfile(info)
+                for child in sorted(path.iterdir()):
+                    add(child, f"{arc}/{child.name}" if arc else child.name)
+            else:
+                info.size = st.st_size
+                with path.open("rb") as fh:
+                    tf.addfile(info, fh)
+
+        add(source, name)
+    return out.getvalue()
+
+
+def _extract(data: IO[bytes], top: str, target: Path, single: bool) -> None:
+    """A box's archive (hostile bytes) onto the host: regular files and directories only,
+    no name outside `target` (tarfile's data filter), `top` stripped. `single`: the one
+    regular file it holds becomes `target` itself."""
+    with tarfile.open(fileobj=data, mode="r|") as tf:
+        for m in tf:
+            if not (m.isreg() or m.isdir()):
+                continue
+            name = m.name.rstrip("/")
+            if single:
+                if m.isreg():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    src = tf.extractfile(m)
+                    with open(target, "wb") as fh:
+                        shutil.copyfileobj(cast(IO[bytes], src), fh)
+                    return
+                continue
+            rel = name[len(top) + 1 :] if name.startswith(f"{top}/") else ""
+            if not rel:
+                continue
+            m.name = rel
+            tf.extract(m, target, filter="data")
+    if single:
+        raise FileNotFoundError(f"no regular file in the box at {top}")
+
+
+def _archive(rt: Runtime, cid: str, path: str) -> IO[bytes]:
+    raw = tempfile.SpooledTemporaryFile(max_size=8 << 20)
+    rt.get_archive(cid, path, cast(BinaryIO, raw), TRANSFER_CAP)
+    raw.seek(0)
+    return cast(IO[bytes], raw)
+
+
+# -- the box ------------------------------------------------------------------------------------
+
+
+class AssayEnvironment(BaseEnvironment):  # type: ignore[misc]
+    """The agent's box on assay's runtime (module docstring). `--ek hardened=false`: the
+    Harbor-shaped baseline (root, writable root, offline)."""
+
+    def __init__(self, *args: Any, hardened: bool | str = True, **kwargs: Any) -> None:
+        self.hardened = str(hardened).lower() not in ("false", "0", "no")
+        super().__init__(*args, **kwargs)
+        self._rt: Runtime | None = None
+        self._cid: str | None = None
+        self._gid = f"harbor-{secrets.token_hex(8)}"
+        self._task: assay.Task | None = None
+        self._frozen = False
+
+    @staticmethod
+    def type() -> str:
+        return "assay"
+
+    @property
+    def capabilities(self) -> EnvironmentCapabilities:
+        # GPUs, allowlists and compose are claimed so that Harbor lets the trial reach
+        # `start`, where each is refused by name for this trial alone (an error in the
+        # constructor would end the whole job).
+        return EnvironmentCapabilities(
+            disable_internet=True, gpus=True, network_allowlist=True,
+            network_allowlist_hostnames=True, network_allowlist_wildcard_hostnames=True,
+            network_allowlist_ipv4_addresses=True, network_allowlist_ipv6_addresses=True,
+            network_allowlist_ipv4_cidrs=True, network_allowlist_ipv6_cidrs=True,
+            docker_compose=True,
+        )  # fmt: skip
+
+    def _validate_definition(self) -> None:
+        if not (Path(self.environment_dir) / "Dockerfile").is_file():
+            if not self.task_env_config.docker_image:
+                raise FileNotFoundError(f"{self.environment_dir}: no Dockerfile")
+
+    def _refusals(self) -> list[str]:
+        env = self.task_env_config
+        found = []
+        if (env.gpus or 0) > 0:
+            found.append("GPUs ([environment] gpus): assay's box has none")
+        if any((Path(self.environment_dir) / n).exists() for n in COMPOSE_FILES):
+            found.append("a compose file (sidecar services): assay runs one container")
+        if self._network_is_allowlist:
+            found.append(
+                "a network allowlist: assay's box has no network at all (ADR 0001), and "
+                "opening egress to named hosts is not offered"
+            )
+        if str(getattr(env, "os", "linux")).lower().endswith("windows"):
+            found.append("a Windows container")
+        return found
+
+    async def start(self, force_build: bool) -> None:
+        if refused := self._refusals():
+            raise AssayVerifierError("assay cannot honour this task: " + "; ".join(refused))
+        await asyncio.to_thread(self._start)
+        await self.ensure_dirs(self._mount_targets(writable_only=True))
+        await self._upload_environment_dir_after_start()
+
+    def _start(self) -> None:
+        grader = _the_grader()
+        task = assay.load_task(assay_task(Path(self.environment_dir).parent))
+        self._task = task
+        image = grader.build(task) or grader.image
+        rt = self._rt = grader.runtime()
+        lim = task.config.limits
+        workdir = task.workdir
+        spec = ContainerSpec(
+            image=image,
+            grading_id=self._gid,
+            role="agent",
+            user=UNPRIVILEGED_USER if self.hardened else "0:0",
+            env=dict(self._startup_env()),
+            binds=(Bind(task.inputs_dir, "/task"),),
+            scratch=(
+                Scratch(workdir, lim.artifact_bytes),
+                *(Scratch(d, n) for d, n in HARBOR_DIRS.items() if d != workdir),
+            ),
+            limits=Limits(
+                memory_bytes=max(lim.memory_mb, 512) * 2**20, pids=max(lim.pids, 256),
+                cpus=lim.cpus,
+            ),
+            workdir=workdir,
+            hardened=self.hardened,
+        )  # fmt: skip
+        self._cid = rt.create(spec)
+        rt.start(self._cid)
+        self._seed(rt, image, workdir, lim.artifact_bytes)
+
+    def _seed(self, rt: Runtime, image: str, workdir: str, cap: int) -> None:
+        """The image's files at the workdir into the box's (a tmpfs), owned by the box's user:
+        the agent starts from the environment as Harbor's own box would."""
+        seed = rt.create(ContainerSpec(image=image, grading_id=self._gid, role="seed"))
+        try:
+            with tempfile.SpooledTemporaryFile(max_size=8 << 20) as raw:
+                try:
+                    rt.get_archive(seed, workdir, cast(BinaryIO, raw), cap * 2 + (1 << 20))
+                except AssayError:
+                    return  # nothing there in the image
+                raw.seek(0)
+                uid = _AGENT_UID if self.hardened else 0
+                data, count = _rerooted(cast(IO[bytes], raw), PurePosixPath(workdir).name, uid)
+        finally:
+            rt.remove(seed)
+        if count:
+            assert self._cid is not None
+            rt.put_archive(self._cid, workdir, data)
+
+    async def stop(self, delete: bool) -> None:
+        # Never raises (Harbor records a stop's exception as the trial's): a container that
+        # could not be removed is left for `assay gc`, which the log names.
+        rt, cid, self._cid = self._rt, self._cid, None
+        if rt is None:
+            return
+        try:
+            await asyncio.to_thread(rt.sweep, self._gid)
+        except Exception as exc:
+            self.logger.warning(f"assay: could not remove box {cid}: {exc}; run `assay gc`")
+
+    def _live(self) -> tuple[Runtime, str]:
+        if self._rt is None or self._cid is None:
+            raise RuntimeError("the assay box is not running")
+        if self._frozen:
+            raise RuntimeError("the assay box was frozen for verification")
+        return self._rt, self._cid
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_sec: int | None = None,
+        user: str | int | None = None,
+    ) -> HarborExec:
+        # `user` is not honoured by design: every command runs as the box's one user (uid 1000
+        # in a hardened box, root in the baseline); a hardened box never runs root.
+        rt, cid = self._live()
+        token = secrets.token_hex(8)
+        group = f"/tmp/.assay-exec-{token}"
+        wrapped = ("setsid", "-w", "bash", "-c", 'printf %s "$$" >"$0"; exec bash -c "$1"',
+                   group, command)  # fmt: skip
+        deadline = float(timeout_sec) if timeout_sec else DEFAULT_EXEC_S
+        task = self._task
+        workdir = cwd or (task.workdir if task is not None else None)
+
+        def run() -> Any:
+            return rt.exec(
+                cid, wrapped, deadline_s=deadline, output_cap=OUTPUT_CAP,
+                env=self._merge_env(env) or None, workdir=workdir, keep_container=True,
+            )  # fmt: skip
+
+        try:
+            res = await asyncio.to_thread(run)
+        except asyncio.CancelledError:
+            await asyncio.shield(asyncio.to_thread(self._kill_group, rt, cid, group))
+            raise
+        if res.timed_out or res.truncated:
+            await asyncio.to_thread(self._kill_group, rt, cid, group)
+        if res.timed_out:
+            raise RuntimeError(f"Command timed out after {deadline:g} seconds")
+        return HarborExec(
+            stdout=res.stdout.decode("utf-8", "replace") or None,
+            stderr=res.stderr.decode("utf-8", "replace") or None,
+            return_code=res.exit_code if res.exit_code is not None else 137,
+        )
+
+    @staticmethod
+    def _kill_group(rt: Runtime, cid: str, group: str) -> None:
+        kill = 'g=$(cat -- "$0" 2>/dev/null) && [ -n "$g" ] && kill -KILL -"$g"; rm -f -- "$0"'
+        try:
+            rt.exec(cid, ("sh", "-c", kill, group), deadline_s=30.0, output_cap=4096,
+                    keep_container=True)  # fmt: skip
+        except AssayError:
+            pass
+
+    def _uid(self) -> int:
+        return _AGENT_UID if self.hardened else 0
+
+    async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+        rt, cid = self._live()
+        target = PurePosixPath(target_path)
+        data = _host_tar(Path(source_path), target.name, self._uid())
+        await asyncio.to_thread(rt.put_archive, cid, str(target.parent), data)
+
+    async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        rt, cid = self._live()
+        await self.exec(f"mkdir -p -- '{target_dir}'") if "'" not in target_dir else None
+        data = _host_tar(Path(source_dir), "", self._uid())
+        await asyncio.to_thread(rt.put_archive, cid, target_dir, data)
+
+    def _get(self, path: str) -> IO[bytes]:
+        return _archive(*self._live(), path)
+
+    async def download_file(self, source_path: str, target_path: Path | str) -> None:
+        with await asyncio.to_thread(self._get, source_path) as raw:
+            name = PurePosixPath(source_path).name
+            await asyncio.to_thread(_extract, raw, name, Path(target_path), True)
+
+    async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        with await asyncio.to_thread(self._get, source_dir) as raw:
+            top = PurePosixPath(source_dir).name
+            await asyncio.to_thread(_extract, raw, top, Path(target_dir), False)
+
+    # -- for the verifier ------------------------------------------------------------------
+
+    def take_workdir(self) -> tuple[assay.Task, BinaryIO]:
+        """Freeze the box (nothing the agent started runs any more) and take its workdir as a
+        tar with names relative to it: hostile bytes, for the firewall to judge."""
+        rt, cid = self._live()
+        assert self._task is not None
+        rt.pause(cid)
+        self._frozen = True
+        workdir = self._task.workdir
+        with _archive(rt, cid, workdir) as raw:
+            data, _ = _rerooted(raw, PurePosixPath(workdir).name, None)
+        return self._task, io.BytesIO(data)
+
+
+# -- the verifier -------------------------------------------------------------------------------
+
+
+class AssayVerifier(BaseVerifier):  # type: ignore[misc]
+    """Verifies a trial on assay's harbor tier (module docstring). `take` (`--verifier-kwarg
+    take=exec`): how the workdir leaves the agent's box: "auto" freezes an `AssayEnvironment`
+    and reads its files from the host, and tars them in any other box with that box's own
+    `tar` (whose output, like everything from the box, only the firewall judges); "exec"
+    always does the latter."""
+
+    def __init__(self, *args: Any, take: str = "auto", **kwargs: Any) -> None:
+        if take not in ("auto", "exec"):
+            raise ValueError(f"take={take!r}: 'auto' or 'exec'")
+        super().__init__(*args, **kwargs)
+        self.take = take
+
+    async def verify(self) -> VerifierResult:
+        if self.step_name is not None:
+            raise AssayVerifierError(
+                f"step {self.step_name!r}: multi-step tasks are not verified by assay yet"
+            )
+        out = Path(self.trial_paths.verifier_dir)
+        _empty(out)  # anything the agent planted there is not the verdict's
+        try:
+            graded = await self._grade()
+        except AssayError as exc:
+            (out / "assay-error.txt").write_text(f"{exc}\n")
+            raise AssayVerifierError(f"assay made no verdict: {exc}") from exc
+        return _record(out, graded)
+
+    async def _grade(self) -> assay.Graded:
+        env = self.environment
+        if isinstance(env, AssayEnvironment) and self.take == "auto":
+            task, tar = await asyncio.to_thread(env.take_workdir)
+            task_dir = task.root
+        else:
+            task_dir = await asyncio.to_thread(assay_task, self.task.paths.task_dir)
+            tar = await self._take_foreign(assay.load_task(task_dir).workdir)
+        with tar:
+            return await asyncio.to_thread(_the_grader().grade, task_dir, tar, tier="harbor")
+
+    async def _take_foreign(self, workdir: str) -> BinaryIO:
+        """The workdir of a box that is not assay's: tarred in the box (by whatever `tar` the
+        agent left there: its output is only ever judged by the firewall)."""
+        inside = f"/tmp/.assay-take-{secrets.token_hex(6)}.tar"
+        res = await self.environment.exec(
+            f"tar -C '{workdir}' -cf '{inside}' .", user="root", timeout_sec=600
+        )
+        if res.return_code != 0:
+            raise AssayVerifierError(f"could not archive {workdir} in the agent's box")
+        with tempfile.TemporaryDirectory(prefix="assay-harbor-") as tmp:
+            local = Path(tmp) / "workdir.tar"
+            await self.environment.download_file(inside, local)
+            if local.stat().st_size > TRANSFER_CAP:
+                raise AssayVerifierError(f"the agent's {workdir} is larger than {TRANSFER_CAP}")
+            return io.BytesIO(local.read_bytes())
+
+
+def _empty(d: Path) -> None:
+    d.mkdir(parents=True, exist_ok=True)
+    for child in d.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+def _rewards(verdict: assay.Verdict) -> dict[str, float]:
+    """The trial's rewards: the verdict's score as `reward`, and with several reward keys each
+    key's case (1.0 passed, 0.0 not). A failed verdict rewards nothing, whatever the tests
+    wrote (a leftover writer, a reward present before the tests, a limit)."""
+    rewards = {"reward": float(verdict.score) if verdict.passed else 0.0}
+    if len(verdict.cases) > 1:
+        for case in verdict.cases:
+            key = case.id.removeprefix("reward.")
+            rewards[key] = 1.0 if verdict.passed and case.status == "pass" else 0.0
+    return rewards
+
+
+def _record(out: Path, graded: assay.Graded) -> VerifierResult:
+    """The verdict where `harbor view` shows it, and the trial's rewards from it."""
+    v = graded.verdict
+    rewards = _rewards(v)
+    (out / "verdict.json").write_text(v.model_dump_json(indent=2) + "\n")
+    (out / "verdict.dsse.json").write_bytes(graded.envelope)
+    shutil.copyfile(_the_grader().public_key, out / "assay-signing-key.pub")
+    (out / "reward.json").write_text(json.dumps(rewards) + "\n")
+    lines = [
+        f"assay {v.tier} tier: {'PASSED' if v.passed else 'FAILED'} (score {v.score:g})",
+        *(f"  reason: {r}" for r in v.reason_codes),
+        *(f"  note: {n}" for n in v.notes),
+        "check it: assay verify verdict.dsse.json --key assay-signing-key.pub",
+    ]
+    if graded.diagnostics is not None:
+        (out / "diagnostics.json").write_bytes(graded.diagnostics.to_json())
+    (out / "test-stdout.txt").write_text("\n".join(lines) + "\n")
+    return VerifierResult(rewards=rewards)

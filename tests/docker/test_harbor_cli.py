@@ -1,0 +1,129 @@
+"""Harbor's own CLI runs trials with assay's box and verifier (issue 39), offline, on local
+tasks built FROM assay-base: the same scripted agents under Harbor's stock verifier and under
+assay's, side by side (docs/integrations.md shows this run's table).
+
+The baseline column is Harbor's stock verifier in a box shaped like Harbor's Docker
+environment (root, a writable root; offline): there each Terminal-Bench exploit class wins.
+assay's verifier stops every one of them in that same box (taking the workdir out with the
+box's own `tar`, as it must for a box it does not own), and in assay's hardened box."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers.harborrun import HARBOR, Trial, dataset, reward, run_job, verdict_reasons
+
+import assay
+
+# One worker for the module: its tests share the three jobs of `columns`.
+pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("harbor")]
+
+AGENTS = ["oracle", "wrong", "trojan-python", "grader-rewrite", "leftover-writer", "planted-reward"]
+STOCK = {
+    "oracle": 1.0,
+    "wrong": 0.0,
+    "trojan-python": 1.0,
+    "grader-rewrite": 1.0,
+    "leftover-writer": 1.0,
+    # Harbor itself removes reward.txt and reward.json before test.sh runs.
+    "planted-reward": 0.0,
+}
+ASSAY = {agent: 1.0 if agent == "oracle" else 0.0 for agent in AGENTS}
+
+
+REFUSED = {"gpu": "GPUs", "compose": "compose file"}
+
+
+def _oci_boxes() -> list[str]:
+    from assay._internal.runtime.oci import host
+
+    return [
+        m.grading_id
+        for m in host.all_metas()
+        if not isinstance(m, str) and m.grading_id.startswith("harbor-")
+    ]
+
+
+def _refused_variants(tasks: Path) -> None:
+    """Tasks Harbor accepts and assay's box cannot honour, beside the others of a dataset."""
+    variants = {
+        "gpu": ("gpus = 1\n", {}),
+        "compose": ("", {"environment/docker-compose.yaml": "services:\n  main: {}\n"}),
+    }
+    for name, (toml_extra, files) in variants.items():
+        dst = tasks / f"wordcount-{name}"
+        shutil.copytree(tasks / "wordcount-oracle", dst)
+        toml = (dst / "task.toml").read_text()
+        (dst / "task.toml").write_text(
+            toml.replace("[environment]\n", f"[environment]\n{toml_extra}")
+        )
+        for rel, text in files.items():
+            (dst / rel).write_text(text)
+
+
+@pytest.fixture(scope="module")
+def columns(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Trial]]:
+    """Three `harbor run` jobs over the same tasks (one CLI start each: Harbor's own start-up
+    is most of a job's time). The hardened column's dataset also holds the refused tasks."""
+    assert HARBOR.is_file(), f"{HARBOR} is missing: `bash scripts/setup.sh` makes it"
+    tmp = tmp_path_factory.mktemp("harbor")
+    tasks = dataset(tmp, "wordcount", AGENTS)
+    hardened = tmp / "hardened"
+    shutil.copytree(tasks, hardened)
+    _refused_variants(hardened)
+    return {
+        "stock": run_job(tmp, "stock", tasks, verifier=False, hardened=False),
+        "assay-verifier": run_job(
+            tmp, "assay-verifier", tasks, verifier=True, hardened=False, take="exec"
+        ),
+        "assay": run_job(tmp, "assay", hardened, verifier=True, hardened=True),
+    }
+
+
+def test_exploits_win_under_harbors_verifier_and_fail_under_assays(
+    columns: dict[str, dict[str, Trial]],
+) -> None:
+    table = {
+        col: {
+            t.removeprefix("wordcount-"): reward(tr)
+            for t, tr in trials.items()
+            if t.removeprefix("wordcount-") in AGENTS
+        }
+        for col, trials in columns.items()
+    }
+    errors = {
+        f"{c}/{t}": tr.error
+        for c, ts in columns.items()
+        for t, tr in ts.items()
+        if tr.error and t.removeprefix("wordcount-") in AGENTS
+    }
+    assert errors == {}
+    assert table["stock"] == STOCK, "an exploit did not work on the baseline: it proves nothing"
+    assert table["assay-verifier"] == ASSAY
+    assert table["assay"] == ASSAY
+    key = assay.Grader().public_key
+    for col in ("assay-verifier", "assay"):
+        for trial in columns[col].values():
+            if trial.task.removeprefix("wordcount-") not in AGENTS:
+                continue
+            envelope = (trial.verifier_dir / "verdict.dsse.json").read_bytes()
+            verdict = assay.verify(envelope, key)
+            assert verdict.passed == (trial.task == "wordcount-oracle"), trial
+            assert verdict.tier == "harbor"
+            shown = json.loads((trial.verifier_dir / "reward.json").read_text())
+            assert shown == trial.rewards
+            assert verdict_reasons(trial) == list(verdict.reason_codes)
+    assert _oci_boxes() == []
+
+
+def test_what_assay_cannot_honour_fails_that_trial_naming_it(
+    columns: dict[str, dict[str, Trial]],
+) -> None:
+    for name, named in REFUSED.items():
+        trial = columns["assay"][f"wordcount-{name}"]
+        assert trial.rewards is None, trial
+        assert trial.error is not None and named in trial.error, trial
+        assert "AssayVerifierError" in trial.error

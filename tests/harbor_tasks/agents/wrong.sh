@@ -1,0 +1,3 @@
+#!/bin/bash
+# An honest wrong answer.
+echo 13 > /app/wordcount.txt
