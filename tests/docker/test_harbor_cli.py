@@ -71,9 +71,15 @@ def columns(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Tri
     assert HARBOR.is_file(), f"{HARBOR} is missing: `bash scripts/setup.sh` makes it"
     tmp = tmp_path_factory.mktemp("harbor")
     tasks = dataset(tmp, "wordcount", AGENTS)
+    dataset(tmp, "twostep", ["oracle", "leak-tests"], out=tasks)
     hardened = tmp / "hardened"
     shutil.copytree(tasks, hardened)
     _refused_variants(hardened)
+    # A step assay cannot import (a verifier hook it does not run): its error voids the trial.
+    broken = hardened / "twostep-broken"
+    shutil.copytree(hardened / "twostep-oracle", broken)
+    toml = (broken / "task.toml").read_text()
+    (broken / "task.toml").write_text(toml + '\n[[steps.verifier.collect]]\ncommand = "true"\n')
     return {
         "stock": run_job(tmp, "stock", tasks, verifier=False, hardened=False),
         "assay-verifier": run_job(
@@ -112,11 +118,41 @@ def test_exploits_win_under_harbors_verifier_and_fail_under_assays(
             envelope = (trial.verifier_dir / "verdict.dsse.json").read_bytes()
             verdict = assay.verify(envelope, key)
             assert verdict.passed == (trial.task == "wordcount-oracle"), trial
-            assert verdict.tier == "harbor"
+            assert verdict.tier == "harbor" and verdict.runtime == "oci/runc"
             shown = json.loads((trial.verifier_dir / "reward.json").read_text())
             assert shown == trial.rewards
             assert verdict_reasons(trial) == list(verdict.reason_codes)
     assert _oci_boxes() == []
+
+
+def test_a_later_steps_tests_leak_into_harbors_shared_box_and_never_into_assays(
+    columns: dict[str, dict[str, Trial]],
+) -> None:
+    """`leak-tests` solves step 1 and leaves a process copying /tests; step 2's answer is in
+    the task's shared tests/ (the mistake a public multi-step benchmark shipped). Harbor
+    uploads the shared tests into the box at step 1's verification, so step 2 passes without
+    being solved; assay's verifier never puts a test in the box."""
+    steps = {c: {t: tr.steps for t, tr in trials.items() if t.startswith("twostep-")}
+             for c, trials in columns.items()}  # fmt: skip
+    both = {"count": 1.0, "canary": 1.0}
+    assert steps["stock"] == {"twostep-oracle": both, "twostep-leak-tests": both}
+    for col in ("assay-verifier", "assay"):
+        assert steps[col]["twostep-oracle"] == both, col
+        assert steps[col]["twostep-leak-tests"] == {"count": 1.0, "canary": 0.0}, col
+        assert reward(columns[col]["twostep-leak-tests"]) == 0.5
+        assert all(columns[col][t].valid for t in ("twostep-oracle", "twostep-leak-tests"))
+
+
+def test_a_step_without_a_verdict_voids_the_trials_reward(
+    columns: dict[str, dict[str, Trial]],
+) -> None:
+    """Harbor's mean would drop a step that raised an error it does not know and keep the
+    other steps' reward: assay's error is one Harbor counts as no valid reward."""
+    trial = columns["assay"]["twostep-broken"]
+    assert trial.steps == {"count": 1.0, "canary": None}
+    assert trial.error is not None and "VerifierOutputParseError" in trial.error
+    assert "verifier.collect" in trial.error
+    assert not trial.valid
 
 
 def test_what_assay_cannot_honour_fails_that_trial_naming_it(

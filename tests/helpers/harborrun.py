@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,15 +26,26 @@ class Trial:
     error: str | None
     """The exception Harbor recorded for the trial (type: message), or None."""
     verifier_dir: Path
+    valid: bool = True
+    """What Harbor counts: a verifier result and no error, the trial's or a step's."""
+    steps: dict[str, float | None] = field(default_factory=dict)
+    """A multi-step trial's reward per step."""
 
 
-def dataset(tmp: Path, task: str, agents: list[str]) -> Path:
-    """`tmp/dataset/<task>-<agent>` for each agent ("oracle": the task's own solution)."""
-    out = tmp / "dataset"
+def dataset(tmp: Path, task: str, agents: list[str], out: Path | None = None) -> Path:
+    """`<out>/<task>-<agent>` (default out: `tmp/dataset`) for each agent ("oracle": the
+    task's own solution). An agent of a multi-step task is a directory with a script per step,
+    each the step's `solve.sh`."""
+    out = out or tmp / "dataset"
     for agent in agents:
         dst = out / f"{task}-{agent}"
         shutil.copytree(TASKS / task, dst)
-        if agent != "oracle":
+        if agent == "oracle":
+            continue
+        if (AGENTS / agent).is_dir():
+            for script in sorted((AGENTS / agent).glob("*.sh")):
+                shutil.copy2(script, dst / "steps" / script.stem / "solution" / "solve.sh")
+        else:
             shutil.copy2(AGENTS / f"{agent}.sh", dst / "solution" / "solve.sh")
     return out
 
@@ -62,20 +73,33 @@ def run_job(
         argv += ["--verifier", VERIFIER, "--verifier-kwarg", f"take={take}"]
     if not hardened:
         argv += ["--ek", "hardened=false"]
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "NO_COLOR": "1"}
+    # The default backend, as a user gets it (tests/docker/conftest.py sets Docker for this
+    # process); LiteLLM would otherwise fetch its price list at start-up.
+    env = {**os.environ, "ASSAY_RUNTIME": "runc", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "NO_COLOR": "1"}  # fmt: skip
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     trials = {}
     for result in sorted((jobs / name).glob("*/result.json")):
         raw = json.loads(result.read_text())
         vr = raw.get("verifier_result") or {}
-        exc = raw.get("exception_info")
+        # A multi-step trial's errors are its steps' (Harbor keeps none at the trial's level).
+        excs = [raw.get("exception_info")]
+        excs += [s.get("exception_info") for s in raw.get("step_results") or []]
+        errors = [f"{e['exception_type']}: {e['exception_message']}" for e in excs if e]
         task = raw["task_name"]
         trials[task] = Trial(
             task=task,
             rewards=vr.get("rewards"),
-            error=f"{exc['exception_type']}: {exc['exception_message']}" if exc else None,
+            error="; ".join(errors) or None,
             verifier_dir=result.parent / "verifier",
+            valid=bool(raw.get("verifier_result")) and not errors,
+            steps={
+                s["step_name"]: ((s.get("verifier_result") or {}).get("rewards") or {}).get(
+                    "reward"
+                )
+                for s in raw.get("step_results") or []
+            },
         )
     return trials
 

@@ -143,7 +143,7 @@ def test_workdir_is_the_images_own_when_the_task_names_none() -> None:
     assert toml_of({"artifacts": ["out.txt"]})[0]["artifacts"] == ["out.txt", "out.txt/**"]
 
 
-def test_steps_are_refused_as_such_before_any_file_check(tmp_path: Path) -> None:
+def test_a_multi_step_task_needs_a_step_named_before_any_file_check(tmp_path: Path) -> None:
     src = tmp_path / "multi"
     src.mkdir()  # no instruction.md, no environment/, no tests/: only task.toml
     (src / "task.toml").write_text('[[steps]]\nname = "a"\n[[steps]]\nname = "b"\n[agent]\nx = 1\n')
@@ -259,7 +259,8 @@ def test_a_directory_of_tasks_and_its_survey(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert not untouched.exists()  # --report writes nothing
     assert "tasks     8" in result.output and "accepted  6" in result.output
-    assert "refused by steps: 1" in result.output
+    # A multi-step task is one task per step: this one's only step lacks its instruction.
+    assert "refused by steps/a/instruction.md: 1" in result.output
     assert "refused by environment/docker-compose.yaml: 1" in result.output
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["import", "harbor", str(tree), "--out", str(out)])

@@ -192,7 +192,7 @@ SIGNATURES = {
     "wire.parse_answer": "(obj: 'object') -> 'Answer'",
     "code_submission": "(task: 'Task', code: 'str', language: 'str | None' = None) "
     "-> 'dict[str, str]'",
-    "import_harbor": "(src: 'str | Path', out: 'str | Path') -> 'Path'",
+    "import_harbor": "(src: 'str | Path', out: 'str | Path', step: 'str | None' = None) -> 'Path'",
     "Job": "(task: 'TaskLike', submission: 'Submission', id: 'str | None' = None) -> None",
     "Agent": "(command: 'str', directory: 'str | os.PathLike[str] | None' = None) -> None",
     "Graded": "(verdict: 'Verdict', envelope: 'bytes', job_id: 'str | None' = None, "

@@ -12,7 +12,8 @@ where `tests/test.sh` runs under assay's init; the reward is read through the fi
 every process of the tests has ended. The trial's rewards are the signed verdict's, and the
 verdict, its DSSE envelope and the diagnostics are written to the trial's verifier directory.
 Anything that stops a verdict being made raises `AssayVerifierError`: a Harbor error for the
-trial, never a reward of 0.
+trial, never a reward of 0. A multi-step task's steps are verified one by one, each as its own
+assay task (`assay.import_harbor(..., step=)`), taken live from the box the agent goes on in.
 
 `AssayEnvironment` is the agent's box on assay's runtime (runc by default, `ASSAY_RUNTIME`):
 assay's hardening (no network, no capabilities, a read-only root, every command as uid 1000),
@@ -36,6 +37,7 @@ import secrets
 import shutil
 import tarfile
 import tempfile
+import tomllib
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, BinaryIO, cast
 
@@ -49,7 +51,14 @@ import assay
 from assay.errors import AssayError
 from assay.runtime import UNPRIVILEGED_USER, Bind, ContainerSpec, Limits, Runtime, Scratch
 
-__all__ = ["AssayEnvironment", "AssayVerifier", "AssayVerifierError", "assay_task"]
+__all__ = [
+    "AssayEnvironment",
+    "AssayVerifier",
+    "AssayVerifierError",
+    "VerifierOutputParseError",
+    "assay_task",
+    "steps_of",
+]
 
 HARBOR_DIRS = {
     "/logs/agent": 64 << 20,
@@ -72,6 +81,13 @@ _AGENT_UID = int(UNPRIVILEGED_USER.split(":")[0])
 class AssayVerifierError(RuntimeError):
     """No verdict could be made (a task assay cannot honour, an engine failure): the trial ends
     with this error and no reward."""
+
+
+class VerifierOutputParseError(AssayVerifierError):
+    """What `AssayVerifier` raises. Harbor decides what an error means by its class's name
+    alone (`harbor.models.trial.error_policy`): under this name a step's error leaves the
+    trial with no valid reward and is not retried; under a name Harbor does not know, a
+    multi-step trial would keep the other steps' mean as if the step had not existed."""
 
 
 _grader: assay.Grader | None = None
@@ -98,19 +114,28 @@ def _tree_digest(root: Path) -> str:
     return h.hexdigest()[:24]
 
 
-def assay_task(harbor_task_dir: str | Path) -> Path:
-    """The assay task for a Harbor task directory, imported once per content (under
-    $ASSAY_HARBOR_TASKS, default ~/.cache/assay/harbor-tasks). Raises
-    `assay.errors.UsageError` naming what assay cannot honour."""
+def steps_of(harbor_task_dir: str | Path) -> list[str]:
+    """The step names of a multi-step Harbor task, in order; [] for a single-step one."""
+    raw = tomllib.loads((Path(harbor_task_dir) / "task.toml").read_text(encoding="utf-8"))
+    steps = raw.get("steps") or []
+    return [s["name"] for s in steps if isinstance(s, dict) and isinstance(s.get("name"), str)]
+
+
+def assay_task(harbor_task_dir: str | Path, step: str | None = None) -> Path:
+    """The assay task for a Harbor task directory (with `step`, that step of a multi-step
+    task), imported once per content (under $ASSAY_HARBOR_TASKS, default
+    ~/.cache/assay/harbor-tasks). Raises `assay.errors.UsageError` naming what assay cannot
+    honour."""
     src = Path(harbor_task_dir).resolve()
     cache = Path(os.environ.get("ASSAY_HARBOR_TASKS", "~/.cache/assay/harbor-tasks"))
-    out = cache.expanduser() / f"{src.name}-{_tree_digest(src)}"
+    part = "" if step is None else f".{step}"
+    out = cache.expanduser() / f"{src.name}{part}-{_tree_digest(src)}"
     if (out / "task.toml").is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.{secrets.token_hex(6)}"
     try:
-        assay.import_harbor(src, tmp)
+        assay.import_harbor(src, tmp, step)
         try:
             tmp.rename(out)
         except OSError:
@@ -274,7 +299,10 @@ class AssayEnvironment(BaseEnvironment):  # type: ignore[misc]
 
     def _start(self) -> None:
         grader = _the_grader()
-        task = assay.load_task(assay_task(Path(self.environment_dir).parent))
+        # One box for every step of a multi-step task: the first step's task gives its image,
+        # workdir and limits (the steps differ in instructions and tests only).
+        harbor_dir = Path(self.environment_dir).parent
+        task = assay.load_task(assay_task(harbor_dir, next(iter(steps_of(harbor_dir)), None)))
         self._task = task
         image = grader.build(task) or grader.image
         rt = self._rt = grader.runtime()
@@ -418,17 +446,20 @@ class AssayEnvironment(BaseEnvironment):  # type: ignore[misc]
 
     # -- for the verifier ------------------------------------------------------------------
 
-    def take_workdir(self) -> tuple[assay.Task, BinaryIO]:
-        """Freeze the box (nothing the agent started runs any more) and take its workdir as a
-        tar with names relative to it: hostile bytes, for the firewall to judge."""
+    def take_workdir(self, freeze: bool = True) -> BinaryIO:
+        """The box's workdir as a tar with names relative to it: hostile bytes, for the
+        firewall to judge. `freeze`: stop the box first, for good (nothing the agent started
+        runs any more, and the files hold still); a multi-step trial's box goes on to the
+        next step, so its steps are taken live."""
         rt, cid = self._live()
         assert self._task is not None
-        rt.pause(cid)
-        self._frozen = True
+        if freeze:
+            rt.pause(cid)
+            self._frozen = True
         workdir = self._task.workdir
         with _archive(rt, cid, workdir) as raw:
             data, _ = _rerooted(raw, PurePosixPath(workdir).name, None)
-        return self._task, io.BytesIO(data)
+        return io.BytesIO(data)
 
 
 # -- the verifier -------------------------------------------------------------------------------
@@ -448,26 +479,23 @@ class AssayVerifier(BaseVerifier):  # type: ignore[misc]
         self.take = take
 
     async def verify(self) -> VerifierResult:
-        if self.step_name is not None:
-            raise AssayVerifierError(
-                f"step {self.step_name!r}: multi-step tasks are not verified by assay yet"
-            )
         out = Path(self.trial_paths.verifier_dir)
         _empty(out)  # anything the agent planted there is not the verdict's
         try:
             graded = await self._grade()
-        except AssayError as exc:
+        except (AssayError, OSError) as exc:
             (out / "assay-error.txt").write_text(f"{exc}\n")
-            raise AssayVerifierError(f"assay made no verdict: {exc}") from exc
+            raise VerifierOutputParseError(f"assay made no verdict: {exc}") from exc
         return _record(out, graded)
 
     async def _grade(self) -> assay.Graded:
-        env = self.environment
+        env, step = self.environment, self.step_name
+        # A step's task: its instruction, and the task's tests with the step's over them. They
+        # enter the verifier's own container only, never the box the agent goes on in.
+        task_dir = await asyncio.to_thread(assay_task, self.task.paths.task_dir, step)
         if isinstance(env, AssayEnvironment) and self.take == "auto":
-            task, tar = await asyncio.to_thread(env.take_workdir)
-            task_dir = task.root
+            tar = await asyncio.to_thread(env.take_workdir, step is None)
         else:
-            task_dir = await asyncio.to_thread(assay_task, self.task.paths.task_dir)
             tar = await self._take_foreign(assay.load_task(task_dir).workdir)
         with tar:
             return await asyncio.to_thread(_the_grader().grade, task_dir, tar, tier="harbor")
@@ -480,12 +508,14 @@ class AssayVerifier(BaseVerifier):  # type: ignore[misc]
             f"tar -C '{workdir}' -cf '{inside}' .", user="root", timeout_sec=600
         )
         if res.return_code != 0:
-            raise AssayVerifierError(f"could not archive {workdir} in the agent's box")
+            raise VerifierOutputParseError(f"could not archive {workdir} in the agent's box")
         with tempfile.TemporaryDirectory(prefix="assay-harbor-") as tmp:
             local = Path(tmp) / "workdir.tar"
             await self.environment.download_file(inside, local)
             if local.stat().st_size > TRANSFER_CAP:
-                raise AssayVerifierError(f"the agent's {workdir} is larger than {TRANSFER_CAP}")
+                raise VerifierOutputParseError(
+                    f"the agent's {workdir} is over {TRANSFER_CAP} bytes"
+                )
             return io.BytesIO(local.read_bytes())
 
 

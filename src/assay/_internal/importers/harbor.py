@@ -23,10 +23,12 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from assay.errors import UsageError
 
 from .harbor_config import Converted, Refusal, convert
+from .harbor_steps import step_names, step_raw
 from .stdio_task import unexpected
 
 COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
@@ -76,35 +78,99 @@ def task_id(name: str) -> str:
     return tid
 
 
-def check_harbor(src: Path) -> Converted:
-    """Read and convert the Harbor task at `src` without writing anything (raises Refusal).
-    task.toml first, `[[steps]]` first of all: a multi-step task gets that reason, not the
-    file it happens to lack."""
+def read_task_toml(src: Path) -> dict[str, Any]:
+    """Harbor's task.toml at `src`, parsed (raises Refusal)."""
     toml_path = src / "task.toml"
     if not toml_path.is_file() or toml_path.is_symlink():
         raise Refusal("task.toml", "missing; a Harbor task needs it")
     if toml_path.stat().st_size > MAX_TOML_BYTES:
         raise Refusal("task.toml", f"larger than {MAX_TOML_BYTES >> 20} MiB")
     try:
-        raw = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+        return tomllib.loads(toml_path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise Refusal("task.toml", f"not valid TOML: {exc}") from None
-    if raw.get("steps") not in (None, []):
-        convert(raw, "x")  # raises the multi-step refusal
+
+
+def is_multi_step(raw: dict[str, Any]) -> bool:
+    return raw.get("steps") not in (None, [])
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the parts of one gradable task are in a Harbor task directory: the task's own,
+    or, with `step`, that step's (`harbor_steps`)."""
+
+    src: Path
+    step: str | None = None
+
+    @property
+    def instruction(self) -> Path:
+        if self.step:
+            return self.src / "steps" / self.step / "instruction.md"
+        return self.src / "instruction.md"
+
+    @property
+    def tests(self) -> list[Path]:
+        """The tests directories, later ones over earlier ones: the step's over the task's."""
+        found = [self.src / "tests"]
+        if self.step:
+            found.append(self.src / "steps" / self.step / "tests")
+        return [d for d in found if d.is_dir()]
+
+    @property
+    def test_script(self) -> Path | None:
+        scripts = [d / "test.sh" for d in self.tests if (d / "test.sh").is_file()]
+        return scripts[-1] if scripts else None
+
+    @property
+    def solution(self) -> Path | None:
+        own = self.src / "steps" / self.step / "solution" if self.step else None
+        for d in (own, self.src / "solution"):
+            if d is not None and d.is_dir():
+                return d
+        return None
+
+
+def check_harbor(src: Path, step: str | None = None) -> Converted:
+    """Read and convert the Harbor task at `src` (with `step`, that step of a multi-step task)
+    without writing anything (raises Refusal). task.toml first, `[[steps]]` first of all: a
+    multi-step task named without a step gets that reason, not the file it happens to lack."""
+    raw = read_task_toml(src)
+    notes: list[str] = []
+    tid = task_id(src.name)
+    if is_multi_step(raw):
+        if step is None:
+            raise Refusal("steps", "a multi-step task is imported as one task per step")
+        raw, notes = step_raw(raw, step)
+        tid = task_id(f"{tid}.{step}")
+        if (src / "steps" / step / "workdir").exists():
+            notes.append(
+                f"steps/{step}/workdir: not in the task (Harbor uploads it to the "
+                "agent's box before the step; grading takes the box as it is)"
+            )
+    elif step is not None:
+        raise Refusal("steps", f"no step {step!r}: not a multi-step task")
+    layout = Layout(src, step)
     for name in COMPOSE_FILES:
-        for where in ("environment", "tests"):
+        for where in ("environment", *(str(d.relative_to(src)) for d in layout.tests)):
             if (src / where / name).exists():
                 raise Refusal(f"{where}/{name}", "compose sidecars are not supported")
     dockerfile = src / "environment" / "Dockerfile"
-    converted = convert(raw, task_id(src.name), dockerfile.is_file())
-    for needed in ("instruction.md", "environment/Dockerfile", "tests/test.sh"):
-        if not (src / needed).is_file():
-            raise Refusal(needed, "missing; a Harbor task needs it")
-    if (src / "instruction.md").is_symlink():
-        raise Refusal("instruction.md", "symbolic links are not imported")
-    for part in ("environment", "tests", "solution"):
-        _check_tree(src / part)
-    converted.notes += _scan_tests(src, converted.workdir or _dockerfile_workdir(dockerfile))
+    converted = convert(raw, tid, dockerfile.is_file())
+    converted.notes += notes
+    if not layout.instruction.is_file():
+        raise Refusal(str(layout.instruction.relative_to(src)), "missing; a Harbor task needs it")
+    if layout.instruction.is_symlink():
+        raise Refusal(str(layout.instruction.relative_to(src)), "symbolic links are not imported")
+    if not dockerfile.is_file():
+        raise Refusal("environment/Dockerfile", "missing; a Harbor task needs it")
+    if layout.test_script is None:
+        raise Refusal("tests/test.sh", "missing; a Harbor task needs it")
+    for part in (src / "environment", *layout.tests, layout.solution):
+        if part is not None:
+            _check_tree(part)
+    workdir = converted.workdir or _dockerfile_workdir(dockerfile)
+    converted.notes += _scan_tests(layout.test_script, workdir)
     return converted
 
 
@@ -123,30 +189,33 @@ def _check_tree(root: Path) -> None:
             raise Refusal(name, f"larger than {MAX_FILE_BYTES >> 20} MiB")
 
 
-def import_harbor(src: Path, out: Path) -> Path:
-    """Write the assay task for the Harbor task at `src` into `out` (which must not exist or be
-    empty). Returns `out`. Raises Refusal naming the field it cannot honour."""
+def import_harbor(src: Path, out: Path, step: str | None = None) -> Path:
+    """Write the assay task for the Harbor task at `src` (with `step`, that step of a
+    multi-step task) into `out` (which must not exist or be empty). Returns `out`. Raises
+    Refusal naming the field it cannot honour."""
     src = src.resolve()
     if not src.is_dir():
         raise UsageError(f"{src}: not a directory")
-    return _write(src, out, check_harbor(src))
+    return _write(src, out, check_harbor(src, step), step)
 
 
-def _write(src: Path, out: Path, converted: Converted) -> Path:
+def _write(src: Path, out: Path, converted: Converted, step: str | None = None) -> Path:
     """The task built whole in a temporary directory beside `out`, then renamed onto it (a
     missing or empty directory), so a failure half-way leaves no task behind."""
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out}: exists and is not empty")
+    layout = Layout(src, step)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.{secrets.token_hex(6)}.tmp"
     tmp.mkdir()
     try:
         _copy_tree(src / "environment", tmp / "environment")
-        _copy_tree(src / "tests", tmp / "judge" / "tests")
+        for tests in layout.tests:
+            _copy_tree(tests, tmp / "judge" / "tests")
         (tmp / "inputs").mkdir()
-        _copy_file(src / "instruction.md", tmp / "inputs" / "instruction.md")
-        if (src / "solution").is_dir():
-            _copy_tree(src / "solution", tmp / "solutions" / "reference")
+        _copy_file(layout.instruction, tmp / "inputs" / "instruction.md")
+        if layout.solution is not None:
+            _copy_tree(layout.solution, tmp / "solutions" / "reference")
         _copy_file(src / "task.toml", tmp / ORIGINAL)
         (tmp / "task.toml").write_text(converted.toml, encoding="utf-8")
         tmp.rename(out)
@@ -185,26 +254,40 @@ def import_tree(src: Path, out: Path | None) -> list[Result]:
     for task in tasks:
         try:
             tid = task_id(task.name)
+            steps = _steps_of(task)
         except UsageError as exc:
             results.append(Result(task, None, refusal=exc))
             continue
-        res = Result(task, tid)
-        results.append(res)
-        try:
-            if tid in seen:
-                raise UsageError(f"a second task named {tid!r} in this import")
-            converted = check_harbor(task)
-            seen.add(tid)
-            res.notes = converted.notes
-            if out is not None:
-                res.out = _write(task, out / tid, converted)
-        except UsageError as exc:
-            res.refusal = exc
-        except Exception as exc:  # one task's failure (a bug, an unreadable file): its refusal
-            res.refusal = UsageError(unexpected(exc))
+        for step in steps:
+            sid = tid if step is None else f"{tid}.{step}"
+            res = Result(task, sid)
+            results.append(res)
+            try:
+                if sid in seen:
+                    raise UsageError(f"a second task named {sid!r} in this import")
+                converted = check_harbor(task, step)
+                seen.add(sid)
+                res.task_id = converted_id = task_id(sid)
+                res.notes = converted.notes
+                if out is not None:
+                    res.out = _write(task, out / converted_id, converted, step)
+            except UsageError as exc:
+                res.refusal = exc
+            except Exception as exc:  # one task's failure (a bug, an unreadable file)
+                res.refusal = UsageError(unexpected(exc))
     if not results:
         raise UsageError(f"{src}: no Harbor task here (no task.toml in it or below it)")
     return results
+
+
+def _steps_of(task: Path) -> list[str | None]:
+    """[None] for a single-step task (or one whose task.toml check_harbor will refuse), else
+    its step names: a multi-step task is one assay task per step, `<id>.<step>`."""
+    try:
+        raw = read_task_toml(task)
+    except Refusal:
+        return [None]
+    return [*step_names(raw)] if is_multi_step(raw) else [None]
 
 
 def _dockerfile_workdir(path: Path) -> str | None:
@@ -217,11 +300,11 @@ def _dockerfile_workdir(path: Path) -> str | None:
     return last if last and last.startswith("/") else None
 
 
-def _scan_tests(src: Path, workdir: str | None) -> list[str]:
+def _scan_tests(script: Path, workdir: str | None) -> list[str]:
     """Notes on tests/test.sh: absolute paths it names outside the workdir (the verifier is a
     fresh container: the agent's changes there are not in it, so such a test fails), and
     commands that fetch from the network (the verifier is offline)."""
-    text = (src / "tests" / "test.sh").read_bytes()[:MAX_TOML_BYTES].decode("utf-8", "replace")
+    text = script.read_bytes()[:MAX_TOML_BYTES].decode("utf-8", "replace")
     text = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
     own = (*_IMAGE_PATHS, *((workdir,) if workdir else ()))
     outside = sorted({

@@ -132,7 +132,7 @@ def convert(raw: dict[str, Any], tid: str, has_dockerfile: bool = True) -> Conve
     refused as one whatever else it holds."""
     steps = raw.get("steps")
     if steps not in (None, []):
-        raise Refusal("steps", "multi-step tasks are not supported: assay grades one agent run")
+        raise Refusal("steps", "a multi-step task is converted one step at a time (harbor_steps)")
     r = _Reader(raw)
     for k in raw:
         if k not in _TOP:
