@@ -54,7 +54,8 @@ xdist=()
 # loadgroup: the tests of an xdist_group (the Ray cluster's) share one worker and its fixture.
 [ "$WORKERS" != 0 ] && xdist=(-n "$WORKERS" --dist loadgroup)
 rc=0
-"$BIN/pytest" "${xdist[@]}" "$@" </dev/null || rc=$?
+# The 30 slowest tests close the log: where a run's time goes (the budget is 30 minutes).
+"$BIN/pytest" "${xdist[@]}" --durations=30 "$@" </dev/null || rc=$?
 case "$rc" in
     0) ;;
     5) failed+=("pytest (no tests ran)") ;;

@@ -34,9 +34,10 @@ import io
 import json
 import os
 import secrets
+import shlex
 import shutil
-import tarfile
 import tempfile
+import threading
 import tomllib
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, BinaryIO, cast
@@ -50,6 +51,8 @@ from harbor.verifier.base import BaseVerifier
 import assay
 from assay.errors import AssayError
 from assay.runtime import UNPRIVILEGED_USER, Bind, ContainerSpec, Limits, Runtime, Scratch
+
+from ._harbor_tar import TRANSFER_CAP, archive, extract, host_tar, rerooted
 
 __all__ = [
     "AssayEnvironment",
@@ -71,7 +74,6 @@ HARBOR_DIRS = {
 """Where Harbor's agents, oracle and stock verifier write in the box, with each one's room."""
 OUTPUT_CAP = 10 << 20
 """Bytes of stdout + stderr one `exec` returns (Harbor's own sandboxes cap output too)."""
-TRANSFER_CAP = 256 << 20
 DEFAULT_EXEC_S = 6 * 3600.0
 """A command Harbor gives no timeout: it cancels it at its phase's timeout instead."""
 COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
@@ -91,14 +93,17 @@ class VerifierOutputParseError(AssayVerifierError):
 
 
 _grader: assay.Grader | None = None
+_grader_lock = threading.Lock()
 
 
 def _the_grader() -> assay.Grader:
-    """One grader per Harbor process: its signing key (assay's per-user key) and runtime."""
+    """One grader per Harbor process (its trials run in threads): its signing key (assay's
+    per-user key) and runtime."""
     global _grader
-    if _grader is None:
-        _grader = assay.Grader()
-    return _grader
+    with _grader_lock:
+        if _grader is None:
+            _grader = assay.Grader()
+        return _grader
 
 
 def _tree_digest(root: Path) -> str:
@@ -144,96 +149,6 @@ def assay_task(harbor_task_dir: str | Path, step: str | None = None) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
-
-
-# -- tars ---------------------------------------------------------------------------------------
-
-
-def _rerooted(raw: IO[bytes], top: str, uid: int | None) -> tuple[bytes, int]:
-    """The tar `raw` (a runtime's archive of a directory named `top`) with names relative to
-    that directory, and, with `uid`, every member owned by it. Members are copied as they are
-    (links included): whoever receives the result judges them."""
-    out = io.BytesIO()
-    count = 0
-    with tarfile.open(fileobj=raw, mode="r|") as src, tarfile.open(fileobj=out, mode="w") as dst:
-        for m in src:
-            name = m.name.rstrip("/")
-            if name in (top, f"./{top}", "."):
-                continue
-            for prefix in (f"{top}/", f"./{top}/"):
-                if name.startswith(prefix):
-                    name = name[len(prefix) :]
-                    break
-            m.name = name
-            if uid is not None:
-                m.uid = m.gid = uid
-                m.uname = m.gname = ""
-            dst.addfile(m, src.extractfile(m) if m.isreg() else None)
-            count += 1
-    return out.getvalue(), count
-
-
-def _host_tar(source: Path, name: str, uid: int) -> bytes:
-    """A host file or directory as a tar (its contents at `name`, "" for a directory's own
-    contents): regular files and directories only, owned by `uid` so the box's user can
-    change them (Harbor chmods what it uploads)."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as tf:
-
-        def add(path: Path, arc: str) -> None:
-            st = path.lstat()
-            if path.is_symlink() or not (path.is_file() or path.is_dir()):
-                return
-            info = tarfile.TarInfo(arc)
-            info.mode = (st.st_mode & 0o777) | 0o600
-            info.uid = info.gid = uid
-            info.mtime = int(st.st_mtime)
-            if path.is_dir():
-                info.type = tarfile.DIRTYPE
-                if arc:
-                    tf.addfile(info)
-                for child in sorted(path.iterdir()):
-                    add(child, f"{arc}/{child.name}" if arc else child.name)
-            else:
-                info.size = st.st_size
-                with path.open("rb") as fh:
-                    tf.addfile(info, fh)
-
-        add(source, name)
-    return out.getvalue()
-
-
-def _extract(data: IO[bytes], top: str, target: Path, single: bool) -> None:
-    """A box's archive (hostile bytes) onto the host: regular files and directories only,
-    no name outside `target` (tarfile's data filter), `top` stripped. `single`: the one
-    regular file it holds becomes `target` itself."""
-    with tarfile.open(fileobj=data, mode="r|") as tf:
-        for m in tf:
-            if not (m.isreg() or m.isdir()):
-                continue
-            name = m.name.rstrip("/")
-            if single:
-                if m.isreg():
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    src = tf.extractfile(m)
-                    with open(target, "wb") as fh:
-                        shutil.copyfileobj(cast(IO[bytes], src), fh)
-                    return
-                continue
-            rel = name[len(top) + 1 :] if name.startswith(f"{top}/") else ""
-            if not rel:
-                continue
-            m.name = rel
-            tf.extract(m, target, filter="data")
-    if single:
-        raise FileNotFoundError(f"no regular file in the box at {top}")
-
-
-def _archive(rt: Runtime, cid: str, path: str) -> IO[bytes]:
-    raw = tempfile.SpooledTemporaryFile(max_size=8 << 20)
-    rt.get_archive(cid, path, cast(BinaryIO, raw), TRANSFER_CAP)
-    raw.seek(0)
-    return cast(IO[bytes], raw)
 
 
 # -- the box ------------------------------------------------------------------------------------
@@ -293,6 +208,12 @@ class AssayEnvironment(BaseEnvironment):  # type: ignore[misc]
     async def start(self, force_build: bool) -> None:
         if refused := self._refusals():
             raise AssayVerifierError("assay cannot honour this task: " + "; ".join(refused))
+        if not self._network_disabled:
+            # Said where the trial's log shows it: the task allows a network, the box has none.
+            self.logger.warning(
+                "assay: the box has no network (ADR 0001); this task's network policy is "
+                f"{self.network_policy.network_mode.value!r}, run offline"
+            )
         await asyncio.to_thread(self._start)
         await self.ensure_dirs(self._mount_targets(writable_only=True))
         await self._upload_environment_dir_after_start()
@@ -342,7 +263,7 @@ class AssayEnvironment(BaseEnvironment):  # type: ignore[misc]
                     return  # nothing there in the image
                 raw.seek(0)
                 uid = _AGENT_UID if self.hardened else 0
-                data, count = _rerooted(cast(IO[bytes], raw), PurePosixPath(workdir).name, uid)
+                data, count = rerooted(cast(IO[bytes], raw), PurePosixPath(workdir).name, uid)
         finally:
             rt.remove(seed)
         if count:
@@ -422,27 +343,28 @@ class AssayEnvironment(BaseEnvironment):  # type: ignore[misc]
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         rt, cid = self._live()
         target = PurePosixPath(target_path)
-        data = _host_tar(Path(source_path), target.name, self._uid())
+        data = host_tar(Path(source_path), target.name, self._uid())
         await asyncio.to_thread(rt.put_archive, cid, str(target.parent), data)
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
         rt, cid = self._live()
-        await self.exec(f"mkdir -p -- '{target_dir}'") if "'" not in target_dir else None
-        data = _host_tar(Path(source_dir), "", self._uid())
+        # Below a writable place only (else the put below fails, naming where).
+        await self.exec(f"mkdir -p -- {shlex.quote(target_dir)}")
+        data = host_tar(Path(source_dir), "", self._uid())
         await asyncio.to_thread(rt.put_archive, cid, target_dir, data)
 
     def _get(self, path: str) -> IO[bytes]:
-        return _archive(*self._live(), path)
+        return archive(*self._live(), path)
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
         with await asyncio.to_thread(self._get, source_path) as raw:
             name = PurePosixPath(source_path).name
-            await asyncio.to_thread(_extract, raw, name, Path(target_path), True)
+            await asyncio.to_thread(extract, raw, name, Path(target_path), True)
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
         with await asyncio.to_thread(self._get, source_dir) as raw:
             top = PurePosixPath(source_dir).name
-            await asyncio.to_thread(_extract, raw, top, Path(target_dir), False)
+            await asyncio.to_thread(extract, raw, top, Path(target_dir), False)
 
     # -- for the verifier ------------------------------------------------------------------
 
@@ -457,8 +379,8 @@ class AssayEnvironment(BaseEnvironment):  # type: ignore[misc]
             rt.pause(cid)
             self._frozen = True
         workdir = self._task.workdir
-        with _archive(rt, cid, workdir) as raw:
-            data, _ = _rerooted(raw, PurePosixPath(workdir).name, None)
+        with archive(rt, cid, workdir) as raw:
+            data, _ = rerooted(raw, PurePosixPath(workdir).name, None)
         return io.BytesIO(data)
 
 
