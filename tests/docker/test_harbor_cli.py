@@ -21,7 +21,10 @@ import assay
 # One worker for the module: its tests share the three jobs of `columns`.
 pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("harbor")]
 
-AGENTS = ["oracle", "wrong", "trojan-python", "grader-rewrite", "leftover-writer", "planted-reward"]
+AGENTS = [
+    "oracle", "wrong", "trojan-python", "grader-rewrite", "leftover-writer", "planted-reward",
+    "link-to-tests",
+]  # fmt: skip
 STOCK = {
     "oracle": 1.0,
     "wrong": 0.0,
@@ -30,7 +33,10 @@ STOCK = {
     "leftover-writer": 1.0,
     # Harbor itself removes reward.txt and reward.json before test.sh runs.
     "planted-reward": 0.0,
+    "link-to-tests": 1.0,
 }
+REASONS = {"link-to-tests": "firewall:"}
+"""The reason a blocked agent's verdict names, where the tests' own 0 is not the whole story."""
 ASSAY = {agent: 1.0 if agent == "oracle" else 0.0 for agent in AGENTS}
 
 
@@ -122,6 +128,9 @@ def test_exploits_win_under_harbors_verifier_and_fail_under_assays(
             shown = json.loads((trial.verifier_dir / "reward.json").read_text())
             assert shown == trial.rewards
             assert verdict_reasons(trial) == list(verdict.reason_codes)
+            agent = trial.task.removeprefix("wordcount-")
+            if agent in REASONS:
+                assert any(r.startswith(REASONS[agent]) for r in verdict.reason_codes), verdict
     assert _oci_boxes() == []
 
 
