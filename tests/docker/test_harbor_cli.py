@@ -10,6 +10,7 @@ box's own `tar`, as it must for a box it does not own), and in assay's hardened 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -43,13 +44,19 @@ ASSAY = {agent: 1.0 if agent == "oracle" else 0.0 for agent in AGENTS}
 REFUSED = {"gpu": "GPUs", "compose": "compose file"}
 
 
-def _oci_boxes() -> list[str]:
+def _boxes_left(trials: list[Trial]) -> list[str]:
+    """The runc backend's containers of these trials' boxes still on the host (each trial's log
+    names its box's grading id; another run's boxes on this host are not this test's)."""
     from assay._internal.runtime.oci import host
 
+    gids = set()
+    for t in trials:
+        found = re.findall(r"assay: the box is grading (\S+) on oci/runc", t.log)
+        refused = t.error is not None and "cannot honour" in t.error  # no box was made
+        assert found or refused, f"{t.trial}: no box named in its log"
+        gids |= set(found)
     return [
-        m.grading_id
-        for m in host.all_metas()
-        if not isinstance(m, str) and m.grading_id.startswith("harbor-")
+        m.grading_id for m in host.all_metas() if not isinstance(m, str) and m.grading_id in gids
     ]
 
 
@@ -131,7 +138,7 @@ def test_exploits_win_under_harbors_verifier_and_fail_under_assays(
             agent = trial.task.removeprefix("wordcount-")
             if agent in REASONS:
                 assert any(r.startswith(REASONS[agent]) for r in verdict.reason_codes), verdict
-    assert _oci_boxes() == []
+    assert _boxes_left([t for trials in columns.values() for t in trials.values()]) == []
 
 
 def test_a_later_steps_tests_leak_into_harbors_shared_box_and_never_into_assays(

@@ -22,6 +22,10 @@ VERIFIER = "assay.integrations.harbor:AssayVerifier"
 @dataclass(frozen=True)
 class Trial:
     task: str
+    trial: str
+    """Harbor's name of the trial (its directory): `<task>__<7 characters>`."""
+    log: str
+    """The trial's `trial.log`."""
     rewards: dict[str, float] | None
     error: str | None
     """The exception Harbor recorded for the trial (type: message), or None."""
@@ -90,6 +94,8 @@ def run_job(
         task = raw["task_name"]
         trials[task] = Trial(
             task=task,
+            trial=result.parent.name,
+            log=(result.parent / "trial.log").read_text(errors="replace"),
             rewards=vr.get("rewards"),
             error="; ".join(errors) or None,
             verifier_dir=result.parent / "verifier",

@@ -33,6 +33,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -163,7 +164,9 @@ class AssayEnvironment(BaseEnvironment):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         self._rt: Runtime | None = None
         self._cid: str | None = None
-        self._gid = f"harbor-{secrets.token_hex(8)}"
+        # The trial's name in the grading id: `assay gc` and a leftover check name the trial.
+        trial = re.sub(r"[^a-z0-9]+", "-", str(self.session_id).lower()).strip("-")[:48]
+        self._gid = f"harbor-{trial}-{secrets.token_hex(4)}"
         self._task: assay.Task | None = None
         self._frozen = False
 
@@ -247,6 +250,7 @@ class AssayEnvironment(BaseEnvironment):  # type: ignore[misc]
             workdir=workdir,
             hardened=self.hardened,
         )  # fmt: skip
+        self.logger.info(f"assay: the box is grading {self._gid} on {rt.name}")
         self._cid = rt.create(spec)
         rt.start(self._cid)
         self._seed(rt, image, workdir, lim.artifact_bytes)
