@@ -9,7 +9,10 @@ box's own `tar`, as it must for a box it does not own), and in assay's hardened 
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -19,8 +22,7 @@ from helpers.harborrun import HARBOR, Trial, dataset, reward, run_job, verdict_r
 
 import assay
 
-# One worker for the module: its tests share the three jobs of `columns`.
-pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("harbor")]
+pytestmark = pytest.mark.docker
 
 AGENTS = [
     "oracle", "wrong", "trojan-python", "grader-rewrite", "leftover-writer", "planted-reward",
@@ -77,12 +79,7 @@ def _refused_variants(tasks: Path) -> None:
             (dst / rel).write_text(text)
 
 
-@pytest.fixture(scope="module")
-def columns(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Trial]]:
-    """Three `harbor run` jobs over the same tasks (one CLI start each: Harbor's own start-up
-    is most of a job's time). The hardened column's dataset also holds the refused tasks."""
-    assert HARBOR.is_file(), f"{HARBOR} is missing: `bash scripts/setup.sh` makes it"
-    tmp = tmp_path_factory.mktemp("harbor")
+def _run_columns(tmp: Path) -> dict[str, dict[str, Trial]]:
     tasks = dataset(tmp, "wordcount", AGENTS)
     dataset(tmp, "twostep", ["oracle", "leak-tests"], out=tasks)
     hardened = tmp / "hardened"
@@ -99,6 +96,31 @@ def columns(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Tri
             tmp, "assay-verifier", tasks, verifier=True, hardened=False, take="exec"
         ),
         "assay": run_job(tmp, "assay", hardened, verifier=True, hardened=True),
+    }
+
+
+@pytest.fixture(scope="session")
+def columns(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Trial]]:
+    """Three `harbor run` jobs over the same tasks (one CLI start each: Harbor's own start-up
+    is most of a job's time). The hardened column's dataset also holds the refused tasks.
+    Run once per pytest run whichever xdist workers take this module's tests (CI on 770b7a1
+    ran them twice, 70 s each): the first worker runs them under a lock in the directory the
+    workers share, the others read its results."""
+    assert HARBOR.is_file(), f"{HARBOR} is missing: `bash scripts/setup.sh` makes it"
+    base = tmp_path_factory.getbasetemp()
+    # Under xdist each worker's base is a directory of this run's; alone, the base is the run's.
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    done = shared / "harbor-columns.json"
+    with open(shared / "harbor-columns.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.is_file():
+            ran = _run_columns(tmp_path_factory.mktemp("harbor"))
+            raw = {c: {t: dataclasses.asdict(tr) for t, tr in ts.items()} for c, ts in ran.items()}
+            done.write_text(json.dumps(raw, default=str))
+    raw = json.loads(done.read_text())
+    return {
+        c: {t: Trial(**{**tr, "verifier_dir": Path(tr["verifier_dir"])}) for t, tr in ts.items()}
+        for c, ts in raw.items()
     }
 
 
