@@ -409,8 +409,11 @@ class AssayVerifier(BaseVerifier):  # type: ignore[misc]
         _empty(out)  # anything the agent planted there is not the verdict's
         try:
             graded = await self._grade()
-        except (AssayError, OSError) as exc:
-            (out / "assay-error.txt").write_text(f"{exc}\n")
+        except Exception as exc:
+            # Every failure under the one name Harbor counts as "no valid reward": any other
+            # (a foreign box's transfer error, a tar error) would let a multi-step trial keep
+            # the other steps' mean. Cancellation is not an Exception and passes through.
+            (out / "assay-error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
             raise VerifierOutputParseError(f"assay made no verdict: {exc}") from exc
         return _record(out, graded)
 
