@@ -26,6 +26,8 @@ from assay._internal.api.submission import Agent, Patch, Submission
 from assay._internal.api.validate import ValidationCheck, ValidationReport, validate
 from assay._internal.environment import EnvImage
 from assay._internal.model.diagnostics import Diagnostics, printable
+from assay._internal.model.families import Family
+from assay._internal.model.families import family as reason_family
 from assay._internal.model.task import EnvironmentSpec, Task, TaskConfig, load_task
 from assay._internal.model.verdict import TIER_TITLES, UNSAFE_TIERS, Tier, Verdict
 from assay._internal.signing.dsse import MAX_ENVELOPE_BYTES
@@ -40,6 +42,7 @@ __all__ = [
     "EnvImage",
     "EnvironmentSpec",
     "ExecResult",
+    "Family",
     "Graded",
     "Grader",
     "InlineTasks",
@@ -69,6 +72,7 @@ __all__ = [
     "load_public_key",
     "load_task",
     "printable",
+    "reason_family",
     "runtime",
     "validate",
     "verify",

@@ -50,6 +50,7 @@ def test_all_is_pinned() -> None:
         "EnvImage",
         "EnvironmentSpec",
         "ExecResult",
+        "Family",
         "Graded",
         "Grader",
         "InlineTasks",
@@ -82,6 +83,7 @@ def test_all_is_pinned() -> None:
         "load_public_key",
         "load_task",
         "printable",
+        "reason_family",
         "runtime",
         "validate",
         "verify",
@@ -212,6 +214,7 @@ SIGNATURES = {
     "ValidationCheck": "(name: 'str', ok: 'bool', detail: 'str' = '', "
     "could_not_check: 'bool' = False) -> None",
     "Patch": "(diff: 'str | bytes') -> None",
+    "reason_family": "(code: 'str') -> 'Family'",
     "ExecResult": "(exit_code: 'int | None', stdout: 'bytes', stderr: 'bytes', "
     "timed_out: 'bool' = False, truncated: 'bool' = False) -> None",
 }

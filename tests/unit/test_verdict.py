@@ -141,6 +141,34 @@ def test_a_verdict_signed_before_notes_had_their_field_still_verifies() -> None:
     assert reasons_and_notes(v) == (("compare:mismatch",), ("note:judge-reused",))
 
 
+def test_tamper_lists_the_tamper_family_of_the_reasons_and_a_wrong_answer_has_none() -> None:
+    tried = build_verdict(facts(reason_codes=["policy:conftest"]), cases("fail"), 1,
+                          ["junit:failure"])  # fmt: skip
+    assert (tried.passed, tried.tamper) == (False, ["policy:conftest"])
+    wrong = build_verdict(facts(), cases("fail"), 1, ["compare:mismatch"])
+    assert wrong.tamper == []
+    assert error_verdict(facts(), "firewall:link").tamper == ["firewall:link"]
+
+
+def test_a_report_cut_short_by_a_limit_is_not_tampering() -> None:
+    """An honest slow program killed at its limit leaves no report; that is not an attempt."""
+    killed = build_verdict(facts(), cases("fail"), 1, ["limit:time", "pytest:exit-code"])
+    assert killed.tamper == []
+    forged = build_verdict(facts(), cases("fail"), 1, ["pytest:exit-code"])
+    assert forged.tamper == ["pytest:exit-code"]
+
+
+def test_a_verdict_signed_before_tamper_existed_still_verifies() -> None:
+    legacy = _dump(cases=[{"id": "c1", "status": "fail", "duration_s": 0.0}], passed=False,
+                   score=0.0, expected_case_count=1, reason_codes=["policy:conftest"])  # fmt: skip
+    del legacy["tamper"]
+    statement = {**statement_for(verdict()), "predicate": legacy}
+    statement["subject"] = [subject_for(Verdict.model_validate(legacy))]
+    key = Ed25519PrivateKey.generate()
+    env = sign_payload(json.dumps(statement).encode(), PAYLOAD_TYPE, key)
+    assert verify_envelope(env, key.public_key()).tamper == []
+
+
 def test_notes_hold_only_the_note_namespace() -> None:
     with pytest.raises(ValidationError, match="pattern"):
         Verdict.model_validate(_dump(notes=["compare:mismatch"]))
@@ -181,6 +209,7 @@ def test_facts_reject_naive_timestamps() -> None:
         ({"reason_codes": ["firewall:link"]}, "contradicts"),
         ({"reason_codes": ["note:a", "note:a"]}, "duplicates"),
         ({"notes": ["note:a", "note:a"]}, "duplicates"),
+        ({"tamper": ["policy:conftest"]}, "not among the reason codes"),
         ({"ended_at": "2026-11-05T14:03:07.000000Z"}, "before"),
         ({"started_at": "2026-13-45T14:03:07Z"}, "month"),
         ({"started_at": "2026-11-05T14:03:07+00:00"}, "pattern"),
@@ -303,6 +332,6 @@ def test_schema_check_detects_drift(tmp_path: Path) -> None:
 def test_schema_forbids_extra_fields_and_requires_every_field() -> None:
     schema = json.loads((ROOT / "docs" / "schema" / "verdict.v1.json").read_text())
     assert schema["additionalProperties"] is False
-    # `notes` may be absent: verdicts signed before it existed still verify.
-    assert set(schema["required"]) == set(Verdict.model_fields) - {"notes"}
+    # `notes` and `tamper` may be absent: verdicts signed before they existed still verify.
+    assert set(schema["required"]) == set(Verdict.model_fields) - {"notes", "tamper"}
     assert schema["$defs"]["CaseResult"]["additionalProperties"] is False

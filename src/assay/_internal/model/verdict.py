@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from assay._internal.model.families import tamper_codes
 from assay._version import __version__
 
 SCHEMA_VERSION: Final = "assay.verdict/v1"
@@ -160,6 +161,10 @@ class Verdict(GradingIdentity, _Schema):
     # Absent in verdicts signed before notes had their own field (they then sat among the
     # reason codes, which still accept the `note:` namespace so those verdicts still verify).
     notes: Annotated[list[NoteCode], Field(max_length=MAX_REASONS)] = Field(default_factory=list)
+    # The reason codes that show an attempt on the grader (docs/verdicts.md, "Families"), so a
+    # reader tells a submission that tried from one that was wrong. Absent in verdicts signed
+    # before it existed; always a subset of `reason_codes`.
+    tamper: Annotated[list[ReasonCode], Field(max_length=MAX_REASONS)] = Field(default_factory=list)
     timings: Timings
     image_digests: ImageDigests
     assay_version: Token
@@ -174,6 +179,10 @@ class Verdict(GradingIdentity, _Schema):
             raise ValueError("reason_codes contains duplicates")
         if len(set(self.notes)) != len(self.notes):
             raise ValueError("notes contains duplicates")
+        if len(set(self.tamper)) != len(self.tamper):
+            raise ValueError("tamper contains duplicates")
+        if not set(self.tamper) <= set(self.reason_codes):
+            raise ValueError("tamper names a code that is not among the reason codes")
         derived = passes(self.cases, self.expected_case_count, self.reason_codes)
         if self.passed != derived:
             raise ValueError(f"passed={self.passed} contradicts the cases and reason codes")
@@ -232,6 +241,7 @@ def _assemble(
         cases=list(cases),
         reason_codes=reasons,
         notes=notes,
+        tamper=tamper_codes(reasons),
         started_at=iso_utc(facts.started_at),
         ended_at=iso_utc(facts.ended_at),
     )

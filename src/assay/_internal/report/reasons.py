@@ -1,7 +1,10 @@
 """Reason codes in plain language, for people reading a report. docs/verdicts.md prints the same
-table (a test keeps them equal). A code with no entry of its own is explained by its namespace."""
+table (a test keeps them equal). A code with no entry of its own is explained by its namespace;
+its family (honest, limit, tamper, grader) is `assay._internal.model.families`'."""
 
 from __future__ import annotations
+
+from assay._internal.model.families import family
 
 CODES: dict[str, str] = {
     "compare:mismatch": "a case's output differs from the expected value",
@@ -48,7 +51,20 @@ CODES: dict[str, str] = {
     "junit:no-report": "pytest wrote no JUnit report",
     "junit:empty": "the JUnit report has no testcases",
     "pytest:exit-code": "pytest's exit code disagrees with its report",
+    "compile:error": "the program did not compile",
+    "compile:timeout": "the compiler ran past its time limit",
+    "compile:memory": "the compiler hit its memory limit",
+    "runtime:exit-code": "the program exited non-zero on a test",
+    "runtime:signal": "the program was killed by a signal on a test",
+    "checker:failed": "the task's checker itself failed (no verdict on that test)",
+    "harbor:no-reward": "the task's tests wrote no reward",
+    "harbor:reward-before-tests": "a reward file existed before the tests ran (planted)",
+    "harbor:leftover-process": "a process of the candidate was alive as the test script ended",
+    "decoy:output": "a decoy answer key's marker came back in the candidate's output",
+    "decoy:written": "a decoy answer key was changed or removed by the candidate",
+    "twin:passed": "an impossible twin passed: no honest solution can (proof of cheating)",
     "note:judge-reused": "a reset judge container was reused (informational)",
+    "note:impossible-twin": "the task is an impossible twin (docs/tamper.md; informational)",
 }
 
 NAMESPACES: dict[str, str] = {
@@ -60,6 +76,21 @@ NAMESPACES: dict[str, str] = {
     "candidate": "the candidate misbehaved on a case",
     "judge": "the judge could not give a verdict on the cases",
     "junit": "the pytest report did not show every expected test passing",
+    "policy": "a repository task's path policy refused a changed path (docs/tasks.md)",
+    "repo": "a patch reached a path through a link or alias",
+    "harbor": "the harbor tier's own checks on the reward and the test run",
+    "decoy": "the candidate used a decoy answer key (docs/tamper.md)",
+    "twin": "the impossible twin of a task was passed (docs/tamper.md)",
+    "compile": "the program did not build",
+    "patch": "the patch submitted could not be used",
+    "submission": "the submission could not be read as a program",
+    "runtime": "the program failed on a test",
+    "runner": "the runner's report of the candidate's cases was missing or unreadable",
+    "cases": "the judge's cases do not add up",
+    "pytest": "pytest's own outcome disagreed with its report",
+    "checker": "the task's checker could not decide",
+    "request": "the request's input could not be used",
+    "inputs": "the tier refused to run the agent on inputs that would leak the answer",
     "infra": "an infrastructure error (no verdict on the submission)",
     "batch": "the batch could not use this verdict",
     "note": "informational; does not fail the verdict",
@@ -74,6 +105,10 @@ def explain(code: str) -> str:
 
 def markdown_table() -> str:
     """The table docs/verdicts.md carries."""
-    rows = [f"| `{code}` | {text} |" for code, text in CODES.items()]
-    rows += [f"| `{ns}:*` | {text} |" for ns, text in NAMESPACES.items()]
-    return "\n".join(["| reason | meaning |", "|---|---|", *rows])
+    rows = [f"| `{code}` | {_family(code)} | {text} |" for code, text in CODES.items()]
+    rows += [f"| `{ns}:*` | {_family(ns + ':')} | {text} |" for ns, text in NAMESPACES.items()]
+    return "\n".join(["| reason | family | meaning |", "|---|---|---|", *rows])
+
+
+def _family(code: str) -> str:
+    return "note" if code.startswith("note:") else family(code)
