@@ -10,6 +10,11 @@ An answer is a JSON object with exactly the fields `FIELDS`:
   "infra_error" (no verdict could be made: the engine failed, the item timed out in the queue);
 - `score`: the verdict's score, the fraction of the tests passed; null without a verdict;
 - `reward`: what a trainer learns from, `reward_of(passed, score)`; null without a verdict;
+- `tamper`: the verdict's tamper signals, the reason codes of the tamper family
+  (`assay.reason_family`): [] for an honest verdict and without a verdict. A subset of
+  `reason_codes`, never on a passed answer. A trainer that wants to punish tampering more
+  than a wrong answer reads it (`assay.integrations.rewards`' `tamper_reward`); `reward`
+  itself stays the rule's;
 - `reason_codes`: the verdict's reason codes, [] without a verdict;
 - `grading_id`, `verdict` (the verdict as JSON), `envelope` (the signed verdict, DSSE JSON):
   null without a verdict;
@@ -19,14 +24,20 @@ The batch route answers `{"results": [answer, ...]}`, one answer per request, in
 reader refuses anything else (`assay.errors.AnswerError`), so an answer that contradicts
 itself can never be read as a score.
 
+An answer of a server older than `tamper` lacks the field: it is read, with the verdict
+object's own `tamper` (signed with it; absent from older verdicts, then empty). A `tamper`
+that is there but malformed, repeats a code, names a code the reasons lack, differs from the
+verdict's, or sits on a passed answer refuses the whole answer: it is never read as empty.
+
 >>> from assay import wire
 >>> wire.reward_of(passed=False, score=1.0)  # every test passed, but a limit failed the run
 0.0
->>> raw = (b'{"status": "infra_error", "score": null, "reward": null, "reason_codes": [],'
-...        b' "grading_id": null, "verdict": null, "envelope": null, "error": "engine:gone"}')
+>>> raw = (b'{"status": "infra_error", "score": null, "reward": null, "tamper": [],'
+...        b' "reason_codes": [], "grading_id": null, "verdict": null, "envelope": null,'
+...        b' "error": "engine:gone"}')
 >>> answer = wire.read_answer(raw)
->>> answer.status, answer.reward, answer.error
-('infra_error', None, 'engine:gone')
+>>> answer.status, answer.reward, answer.tamper, answer.error
+('infra_error', None, (), 'engine:gone')
 >>> wire.read_answer(raw.replace(b'"reward": null', b'"reward": 0.0'))
 Traceback (most recent call last):
   ...
@@ -66,9 +77,13 @@ __all__ = [
 Status = Literal["passed", "failed", "invalid", "infra_error"]
 STATUSES: Final[tuple[Status, ...]] = ("passed", "failed", "invalid", "infra_error")
 FIELDS: Final = (
-    "status", "score", "reward", "reason_codes", "grading_id", "verdict", "envelope", "error",
+    "status", "score", "reward", "tamper", "reason_codes", "grading_id", "verdict", "envelope",
+    "error",
 )  # fmt: skip
-"""The fields of every answer, in the order the server writes them."""
+"""The fields of every answer, in the order the server writes them. A reader also takes an
+answer without `tamper` (a server older than it)."""
+_ALL: Final = frozenset(FIELDS)
+_BEFORE_TAMPER: Final = _ALL - {"tamper"}
 
 MAX_ANSWER_BYTES: Final = 64 << 20
 """The default cap on an answer's bytes: a batch of 1,024 verdicts with their envelopes."""
@@ -102,6 +117,9 @@ class Answer:
     verdict: dict[str, Any] | None
     envelope: str | None
     error: str | None
+    tamper: tuple[str, ...] = ()
+    """The verdict's tamper signals (a subset of `reason_codes`); () for an honest verdict and
+    without a verdict. Last, so that an `Answer` made by position before it still is one."""
 
     @property
     def has_verdict(self) -> bool:
@@ -120,6 +138,7 @@ class Answer:
             verdict=verdict.model_dump(mode="json"),
             envelope=envelope.decode(),
             error=None,
+            tamper=tuple(verdict.tamper),
         )
 
     @classmethod
@@ -136,6 +155,7 @@ class Answer:
             "status": self.status,
             "score": self.score,
             "reward": self.reward,
+            "tamper": list(self.tamper),
             "reason_codes": list(self.reason_codes),
             "grading_id": self.grading_id,
             "verdict": self.verdict,
@@ -175,12 +195,14 @@ def read_results(
 
 
 def parse_answer(obj: object) -> Answer:
-    """An answer from JSON already parsed (a strict reader's output): exactly `FIELDS`, each
-    of its type, and nothing that contradicts the rest (a reward other than `reward_of` of the
-    score, "passed" below 1.0 or with a failing reason, a verdict whose own fields differ).
+    """An answer from JSON already parsed (a strict reader's output): exactly `FIELDS` (or all
+    but `tamper`: an older server), each of its type, and nothing that contradicts the rest (a
+    reward other than `reward_of` of the score, "passed" below 1.0 or with a failing reason,
+    tamper signals not among the failing reasons, a verdict whose own fields differ).
     Raises `AnswerError` naming the first problem."""
+    expected = _ALL if isinstance(obj, dict) and "tamper" in obj else _BEFORE_TAMPER
     try:
-        fields = exact_fields(obj, frozenset(FIELDS), "an answer")
+        fields = exact_fields(obj, expected, "an answer")
     except StrictJSONError as exc:
         raise AnswerError(str(exc)) from None
     status = fields["status"]
@@ -190,7 +212,11 @@ def parse_answer(obj: object) -> Answer:
     if error is not None and not isinstance(error, str):
         raise AnswerError("error is not a string")
     if status == "invalid" or status == "infra_error":
-        if any(fields[k] is not None for k in _VERDICT_FIELDS) or fields["reason_codes"] != []:
+        if (
+            any(fields[k] is not None for k in _VERDICT_FIELDS)
+            or fields["reason_codes"] != []
+            or fields.get("tamper", []) != []
+        ):
             raise AnswerError(f"an {status} answer carries a verdict's fields")
         if not error:
             raise AnswerError(f"an {status} answer without an error")
@@ -223,7 +249,13 @@ def parse_answer(obj: object) -> Answer:
             verdict.get("grading_id"))  # fmt: skip
     if said[0] is not passed or _number(said[1]) != score or said[2:] != (list(codes), grading_id):
         raise AnswerError("the verdict differs from the answer's status, score or reasons")
-    return Answer(status, score, reward, codes, grading_id, verdict, envelope, None)
+    # A verdict signed before the field existed has none: it then names no tamper signal.
+    signed_tamper = verdict.get("tamper", [])
+    tamper = _tamper(fields.get("tamper", signed_tamper), codes)
+    if list(tamper) != signed_tamper:
+        raise AnswerError("tamper differs from the verdict's")
+    # (A passed answer has no failing reason, so no tamper signal either: `_tamper` refused it.)
+    return Answer(status, score, reward, codes, grading_id, verdict, envelope, None, tamper)
 
 
 def _loads(raw: bytes, max_bytes: int) -> Any:
@@ -255,4 +287,16 @@ def _reason_codes(value: object) -> tuple[str, ...]:
         raise AnswerError("reason_codes are not a list of reason codes") from None
     if len(set(codes)) != len(codes):
         raise AnswerError("reason_codes repeat a code")
+    return tuple(codes)
+
+
+def _tamper(value: object, reasons: tuple[str, ...]) -> tuple[str, ...]:
+    try:
+        codes = _REASON_CODES.validate_python(value)
+    except ValidationError:
+        raise AnswerError("tamper is not a list of reason codes") from None
+    if len(set(codes)) != len(codes):
+        raise AnswerError("tamper repeats a code")
+    if not set(codes) <= set(reasons) or not all(is_failing_reason(c) for c in codes):
+        raise AnswerError("tamper names a code that is not among the failing reasons")
     return tuple(codes)

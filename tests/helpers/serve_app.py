@@ -24,6 +24,7 @@ from assay.errors import EngineError, InfrastructureError
 from helpers.verdicts import verdict
 
 PASS, WRONG, ALLCASES, INFRA, BLOCK = "PASS", "WRONG", "ALLCASES", "INFRA", "BLOCK"
+TAMPER = "TAMPER"
 
 
 class _NoImages:
@@ -36,8 +37,10 @@ class _NoImages:
 class ScriptedGrader(assay.Grader):
     """A `Grader` whose verdicts (real, signed with its key) follow the code: PASS passes every
     case; ALLCASES passes every case but fails on `limit:pids`, as a correct program that
-    hit its pids limit does (score 1.0, failed); WRONG passes half; INFRA raises
-    InfrastructureError; BLOCK waits for `release` first. Anything else fails every case."""
+    hit its pids limit does (score 1.0, failed); WRONG passes half; TAMPER passes half and
+    fails on `junit:skipped`, as a submission that skipped the tests it could not pass does
+    (a tamper signal; score 0.5, as much as WRONG's); INFRA raises InfrastructureError; BLOCK
+    waits for `release` first. Anything else fails every case."""
 
     def __init__(self, key: Path) -> None:
         super().__init__(key=key)
@@ -56,11 +59,15 @@ class ScriptedGrader(assay.Grader):
             raise InfrastructureError("engine:gone (scripted)")
         if PASS in code or ALLCASES in code:
             statuses: tuple[str, ...] = ("pass", "pass")
-        elif WRONG in code:
+        elif WRONG in code or TAMPER in code:
             statuses = ("pass", "fail")
         else:
             statuses = ("fail", "fail")
-        reasons = ("limit:pids",) if ALLCASES in code else ()
+        reasons: tuple[str, ...] = ()
+        if ALLCASES in code:
+            reasons = ("limit:pids",)
+        elif TAMPER in code:
+            reasons = ("junit:skipped",)
         gid = f"g-{len(self.graded)}"
         v = verdict(statuses, reason_codes=reasons, grading_id=gid, task_id=task.id)
         return assay.Graded(v, sign_verdict(v, self._private_key))

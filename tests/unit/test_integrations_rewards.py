@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 import assay
 from assay import wire
+from assay._internal.model.verdict import MAX_REASONS
 from assay._internal.signing.sign import sign_verdict
 from assay.errors import InfrastructureError, TaskError, UsageError
 from assay.integrations import rewards as rw
@@ -170,7 +171,9 @@ def test_completion_text() -> None:
 
 
 class FakeRewards:
-    """Grades by what the code says: PASS, WRONG (0.25) or INFRA (no verdict)."""
+    """Grades by what the code says: PASS, WRONG (0.25), TAMPER (0.5, failed on a tamper
+    signal: more than WRONG, as a verdict that skipped its failing tests scores) or INFRA (no
+    verdict)."""
 
     def __init__(self) -> None:
         self.calls: list[list[Item]] = []
@@ -184,25 +187,33 @@ class FakeRewards:
                 out.append(Reward(None, "infra_error", (), "the engine went away"))
             elif "WRONG" in item.code:
                 out.append(Reward(0.25, "failed", ("output:wrong",)))
+            elif "TAMPER" in item.code:
+                out.append(Reward(0.5, "failed", SKIPPED, None, SKIPPED))
             else:
                 out.append(Reward(1.0, "passed"))
         return out
+
+
+SKIPPED = ("junit:skipped",)
 
 
 def block(code: str, tag: str = "python") -> str:
     return f"Here it is.\n```{tag}\n{code}\n```\nDone."
 
 
-PASS, WRONG, INFRA, NOCODE = (
+PASS, WRONG, INFRA, NOCODE, TAMPER = (
     block("print('PASS')"),
     block("print('WRONG')"),
     block("INFRA"),
     "no code",
+    block("TAMPER"),
 )
 
 
 def verl_call(fn: Callable[..., Any], solution: str, **extra: Any) -> Any:
-    """As verl's naive reward manager (and the reward loop, with its extra keywords) calls."""
+    """As verl's naive reward manager (and the reward loop, with its extra keywords) calls;
+    `tamper_reward` among `extra` is a keyword of verl's `reward_kwargs`, the rest extra_info."""
+    reward_kwargs = {k: extra.pop(k) for k in list(extra) if k == "tamper_reward"}
     return fn(
         data_source="apps",
         solution_str=solution,
@@ -210,6 +221,7 @@ def verl_call(fn: Callable[..., Any], solution: str, **extra: Any) -> Any:
         extra_info={"index": 3, "num_turns": None, "rollout_reward_scores": {}, **extra},
         reward_router_address="127.0.0.1:9",
         reward_model_tokenizer=None,
+        **reward_kwargs,
     )
 
 
@@ -217,17 +229,19 @@ def test_verl_compute_score_keeps_one_key_set(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.delenv("ASSAY_ON_INFRA_ERROR", raising=False)
     fake = FakeRewards()
     score = verl.make_compute_score(fake, on_infra_error="report")
-    got = [verl_call(score, s) for s in (PASS, WRONG, NOCODE, INFRA)]
-    assert [list(g) for g in got] == [list(verl.SCORE_KEYS)] * 4
+    got = [verl_call(score, s) for s in (PASS, WRONG, NOCODE, INFRA, TAMPER)]
+    assert [list(g) for g in got] == [list(verl.SCORE_KEYS)] * 5
     assert got == [
-        {"score": 1.0, "passed": 1.0, "infra_error": 0.0, "no_code": 0.0},
-        {"score": 0.25, "passed": 0.0, "infra_error": 0.0, "no_code": 0.0},
-        {"score": 0.0, "passed": 0.0, "infra_error": 0.0, "no_code": 1.0},
-        {"score": 0.0, "passed": 0.0, "infra_error": 1.0, "no_code": 0.0},
+        {"score": 1.0, "passed": 1.0, "infra_error": 0.0, "no_code": 0.0, "tamper": 0.0},
+        {"score": 0.25, "passed": 0.0, "infra_error": 0.0, "no_code": 0.0, "tamper": 0.0},
+        {"score": 0.0, "passed": 0.0, "infra_error": 0.0, "no_code": 1.0, "tamper": 0.0},
+        {"score": 0.0, "passed": 0.0, "infra_error": 1.0, "no_code": 0.0, "tamper": 0.0},
+        # By default a tampering response scores as its failed verdict: here above WRONG.
+        {"score": 0.5, "passed": 0.0, "infra_error": 0.0, "no_code": 0.0, "tamper": 1.0},
     ]
     assert all(type(v) is float for g in got for v in g.values())
     # The response without code was never graded; the others as verl's ground truth form.
-    assert len(fake.calls) == 3
+    assert len(fake.calls) == 4
     assert fake.calls[0] == [Item(ADD_JSON, "verl", "\nprint('PASS')\n", None)]
 
 
@@ -247,6 +261,30 @@ def test_verl_compute_score_raises_on_infra_by_default(monkeypatch: pytest.Monke
         verl_call(verl.make_compute_score(FakeRewards(), "raise"), INFRA)
     with pytest.raises(UsageError):
         verl.make_compute_score(FakeRewards(), "mask")  # type: ignore[arg-type]
+
+
+def test_verl_tamper_reward_from_the_factory_or_verls_reward_kwargs() -> None:
+    """A tamper reward replaces the score of a tampering response only; verl passes its
+    `reward_kwargs` as keywords of every call, and the keyword wins over the factory's."""
+    fake = FakeRewards()
+    sols = [PASS, WRONG, NOCODE, INFRA, TAMPER]
+    default = verl.make_compute_score(fake, "report")
+    harsh = verl.make_compute_score(fake, "report", tamper_reward=-1.0)
+    assert [verl_call(default, s)["score"] for s in sols] == [1.0, 0.25, 0.0, 0.0, 0.5]
+    assert [verl_call(harsh, s)["score"] for s in sols] == [1.0, 0.25, 0.0, 0.0, -1.0]
+    # verl's get_custom_reward_fn: partial(_call_with_kwargs, fn, reward_kwargs).
+    from_kwargs = [verl_call(default, s, tamper_reward=-2) for s in sols]
+    assert [g["score"] for g in from_kwargs] == [1.0, 0.25, 0.0, 0.0, -2.0]
+    assert [g["tamper"] for g in from_kwargs] == [0.0, 0.0, 0.0, 0.0, 1.0]
+    assert verl_call(harsh, TAMPER, tamper_reward=-3.0)["score"] == -3.0
+    assert verl_call(harsh, TAMPER, tamper_reward=None)["score"] == -1.0
+    batch = harsh.batch(None, [TAMPER, WRONG], [ADD_JSON] * 2, tamper_reward=-0.5)
+    assert [g["score"] for g in batch] == [-0.5, 0.25]
+    for bad in (True, "-1", float("nan"), float("inf")):
+        with pytest.raises(UsageError, match="tamper_reward"):
+            verl_call(default, TAMPER, tamper_reward=bad)
+        with pytest.raises(UsageError, match="tamper_reward"):
+            verl.make_compute_score(fake, tamper_reward=bad)  # type: ignore[arg-type]
 
 
 def test_verl_language_ground_truth_and_bad_rows() -> None:
@@ -309,23 +347,36 @@ def trl_call(fn: Callable[..., Any], completions: list[Any], logs: TrlLogs, **co
 def test_trl_reward_as_grpo_calls_it(conversational: bool) -> None:
     fake = FakeRewards()
     f = trl.reward_function(fake)
-    texts = [PASS, WRONG, NOCODE, INFRA]
+    texts = [PASS, WRONG, NOCODE, INFRA, TAMPER]
     completions: list[Any] = (
         [[{"role": "assistant", "content": t}] for t in texts] if conversational else texts
     )
     logs = TrlLogs()
     got = trl_call(f, completions, logs)
-    assert got == [1.0, 0.25, 0.0, None]
-    assert [type(x) for x in got] == [float, float, float, type(None)]
+    assert got == [1.0, 0.25, 0.0, None, 0.5]
+    assert [type(x) for x in got] == [float, float, float, type(None), float]
     assert len(fake.calls) == 1
-    assert [i.code for i in fake.calls[0]] == ["print('PASS')\n", "print('WRONG')\n", "INFRA\n"]
+    assert [i.code for i in fake.calls[0]] == [
+        "print('PASS')\n", "print('WRONG')\n", "INFRA\n", "TAMPER\n"
+    ]  # fmt: skip
     assert {i.form for i in fake.calls[0]} == {"apps"}
     assert logs.metrics == [
-        ("assay_reward/infra_error_rate", 0.25),
-        ("assay_reward/no_code_rate", 0.25),
+        ("assay_reward/infra_error_rate", 0.2),
+        ("assay_reward/no_code_rate", 0.2),
+        ("assay_reward/tamper_rate", 0.2),
     ]
-    assert logs.extra == [("assay_reward_status", ["passed", "failed", "no_code", "infra_error"])]
+    assert logs.extra == [
+        ("assay_reward_status", ["passed", "failed", "no_code", "infra_error", "failed"]),
+        ("assay_reward_tamper", ["", "", "", "", "junit:skipped"]),
+    ]
     assert f.__name__ == "assay_reward"
+    # A reward for tampering replaces that completion's score, and no other.
+    harsh = trl.reward_function(fake, tamper_reward=-1)
+    assert trl_call(harsh, completions, TrlLogs()) == [1.0, 0.25, 0.0, None, -1.0]
+    assert pickle.loads(pickle.dumps(harsh)).tamper_reward == -1.0
+    for bad in (False, "-1", float("-inf")):
+        with pytest.raises(UsageError, match="tamper_reward"):
+            trl.reward_function(fake, tamper_reward=bad)  # type: ignore[arg-type]
 
 
 def test_trl_reward_columns_and_names() -> None:
@@ -493,9 +544,10 @@ def test_server_hostile_answers_are_infra_errors(stub: Stub, body: bytes) -> Non
     assert got[0].error and got[0].error.startswith("assay server:")
 
 
-def _verdict_says(**fields: Any) -> dict[str, Any]:
-    """A real failed answer (score 0.5) whose `verdict` object says `fields` instead."""
-    r = graded("failed", 0.5)
+def _verdict_says(reasons: tuple[str, ...] = (), **fields: Any) -> dict[str, Any]:
+    """A real failed answer (score 0.5, `reasons`) whose `verdict` object says `fields`
+    instead."""
+    r = graded("failed", 0.5, reasons)
     return dict(r, verdict={**r["verdict"], **fields})
 
 
@@ -546,6 +598,38 @@ BAD_RESULTS: dict[str, tuple[Any, str]] = {
     "verdict of another score": (_verdict_says(score=0.6), "the verdict differs"),
     "verdict of another grading": (_verdict_says(grading_id="g-2"), "the verdict differs"),
     "verdict with other reasons": (_verdict_says(reason_codes=["a:b"]), "the verdict differs"),
+    # A tamper signal is read as strictly as a score: a malformed one is never read as none.
+    "tamper not a list": (graded("failed", 0.5, SKIPPED, tamper="junit:skipped"), "tamper is not"),
+    "tamper null": (graded("failed", 0.5, SKIPPED, tamper=None), "tamper is not a list"),
+    "tamper code malformed": (graded("failed", 0.5, SKIPPED, tamper=["Skipped"]), "tamper is not"),
+    "tamper too long": (
+        graded("failed", 0.5, SKIPPED, tamper=[f"a:{i}" for i in range(MAX_REASONS + 1)]),
+        "tamper is not a list",
+    ),
+    "tamper repeated": (
+        graded("failed", 0.5, SKIPPED, tamper=["junit:skipped"] * 2),
+        "tamper repeats",
+    ),
+    "tamper not among the reasons": (
+        graded("failed", 0.5, tamper=["junit:skipped"]),
+        "not among the failing reasons",
+    ),
+    "tamper on a passed answer": (
+        graded("passed", 1.0, tamper=["junit:skipped"]),
+        "not among the failing reasons",
+    ),
+    "tamper dropped from the answer": (
+        graded("failed", 0.5, SKIPPED, tamper=[]),
+        "tamper differs from the verdict's",
+    ),
+    "tamper dropped from the verdict": (
+        _verdict_says(SKIPPED, tamper=[]),
+        "tamper differs from the verdict's",
+    ),
+    "tamper on an infra error": (
+        graded("infra_error", None, tamper=["junit:skipped"]),
+        "carries a verdict's fields",
+    ),
 }
 
 
@@ -565,7 +649,7 @@ def test_server_a_bad_result_is_that_items_infra_error(stub: Stub, bad: Any, why
 def test_the_unchanged_answers_of_the_bad_results_are_read() -> None:
     """Each bad result above is refused for its change: the answers it was made from read."""
     for base in (graded(), graded("failed", 0.5), graded("failed", 1.0), graded("passed", 1.0),
-                 graded("infra_error", None, error="x")):  # fmt: skip
+                 graded("infra_error", None, error="x"), graded("failed", 0.5, SKIPPED)):  # fmt: skip
         assert wire.parse_answer(json.loads(json.dumps(base))).to_json() == base
 
 
@@ -738,6 +822,19 @@ def test_server_checks_signed_verdicts(stub: Stub, tmp_path: Any) -> None:
     assert ServerRewards(stub.url, public_key=other_pub).grade_many(items("a"))[0].status == (
         "infra_error"
     )
+    # A server that hides a tamper signal: the answer and its verdict object agree on none,
+    # only the signed verdict names it.
+    t = verdict(("pass", "fail"), reason_codes=SKIPPED)
+    tampered = wire.Answer.of_verdict(t, sign_verdict(t, load_private_key(key))).to_json()
+    hidden = dict(tampered, tamper=[], verdict={**tampered["verdict"], "tamper": []})
+    stub.replies[:] = [ok([tampered, hidden])]
+    got = ServerRewards(stub.url, public_key=pub, tamper_reward=-1).grade_many(items("a", "b"))
+    assert [(r.score, r.status, r.tamper) for r in got] == [
+        (-1.0, "failed", SKIPPED), (None, "infra_error", ())
+    ]  # fmt: skip
+    assert "differs from the reported result" in (got[1].error or "")
+    unchecked = ServerRewards(stub.url, tamper_reward=-1).grade_many(items("a", "b"))
+    assert [(r.score, r.tamper) for r in unchecked] == [(-1.0, SKIPPED), (0.5, ())]
 
 
 def test_server_rewards_refuses_bad_settings() -> None:
@@ -785,7 +882,7 @@ def test_clients_read_the_real_servers_answers(tmp_path: Path) -> None:
         # verl, in its default mode (an infrastructure error raises): a correct program failed
         # by a limit is an ordinary wrong answer, no exception.
         score = verl.make_compute_score(backend)
-        keys = {"score": 0.0, "passed": 0.0, "infra_error": 0.0, "no_code": 0.0}
+        keys = {"score": 0.0, "passed": 0.0, "infra_error": 0.0, "no_code": 0.0, "tamper": 0.0}
         for form in ("apps", "verl"):
             truth = ADD_JSON if form == "verl" else json.dumps(ADD_IO)
             assert score(data_source="apps", solution_str=fenced("ALLCASES"),
@@ -805,6 +902,68 @@ def test_clients_read_the_real_servers_answers(tmp_path: Path) -> None:
         # A request the server refuses as invalid (422 on /v1/grade) is a bug in the data set.
         with pytest.raises(UsageError, match="item 0: the assay server refused it"):
             backend.grade_many([Item(ADD_IO, "apps", "print(1)", "cobol")])
+
+
+def test_tamper_through_the_real_server(tmp_path: Path) -> None:
+    """A submission caught tampering (the scripted grader's TAMPER: half its cases pass and
+    the run fails on `junit:skipped`) against an honest wrong one (WRONG: the same half):
+    the server answers `tamper` beside `reward`, the same reward for both; a trainer's
+    `tamper_reward=-1` sets the tampering one apart through ServerRewards, verl and TRL, and
+    LocalRewards over the same grader agrees."""
+    with serving(tmp_path) as s:
+
+        def grade(code: str) -> Any:
+            body = {"input_output": ADD_IO, "code": code}
+            return requests.post(f"{s.url}/v1/grade", json=body, timeout=30).json()
+
+        raw = [grade("TAMPER"), grade("WRONG")]
+        assert [(r["status"], r["reward"], r["tamper"]) for r in raw] == [
+            ("failed", 0.5, ["junit:skipped"]), ("failed", 0.5, [])
+        ]  # fmt: skip
+        assert list(raw[0])[:4] == ["status", "score", "reward", "tamper"]
+        assert raw[0]["verdict"]["tamper"] == ["junit:skipped"]
+
+        codes = ["TAMPER", "WRONG", "print('PASS')", "INFRA", None]
+        plain = ServerRewards(s.url, public_key=s.grader.public_key)
+        harsh = ServerRewards(s.url, public_key=s.grader.public_key, tamper_reward=-1)
+        got = [(r.score, r.status, r.tamper) for r in plain.grade_many(items(*codes))]
+        assert got == [
+            (0.5, "failed", SKIPPED), (0.5, "failed", ()), (1.0, "passed", ()),
+            (None, "infra_error", ()), (0.0, "no_code", ()),
+        ]  # fmt: skip
+        assert [r.score for r in harsh.grade_many(items(*codes))] == [-1.0, 0.5, 1.0, None, 0.0]
+        with LocalRewards(grader=s.grader, tamper_reward=-1) as local:
+            assert [r.score for r in local.grade_many(items(*codes))] == [
+                -1.0, 0.5, 1.0, None, 0.0
+            ]  # fmt: skip
+
+        # verl: the flag in every result, the reward from its reward_kwargs or the factory.
+        texts = [fenced("TAMPER"), fenced("WRONG")]
+        score = verl.make_compute_score(plain)
+        keys = {"passed": 0.0, "infra_error": 0.0, "no_code": 0.0}
+        assert [verl_call(score, t) for t in texts] == [
+            dict(keys, score=0.5, tamper=1.0), dict(keys, score=0.5, tamper=0.0)
+        ]  # fmt: skip
+        assert [verl_call(score, t, tamper_reward=-1.0)["score"] for t in texts] == [-1.0, 0.5]
+        assert [
+            r["score"] for r in verl.make_compute_score(plain, tamper_reward=-1.0).batch(
+                None, texts, [ADD_JSON] * 2
+            )
+        ] == [-1.0, 0.5]  # fmt: skip
+
+        # TRL: the factory's tamper_reward; the default scores the tampering one as WRONG.
+        chat = [[{"role": "assistant", "content": t}] for t in texts]
+        assert trl.reward_function(plain)(completions=chat, input_output=[ADD_JSON] * 2) == [
+            0.5, 0.5
+        ]  # fmt: skip
+        logs = TrlLogs()
+        harsh_trl = trl.reward_function(plain, tamper_reward=-1.0)
+        assert trl_call(harsh_trl, chat, logs) == [-1.0, 0.5]
+        assert ("assay_reward/tamper_rate", 0.5) in logs.metrics
+        # A grader's own tamper_reward reaches the functions as it is.
+        assert trl.reward_function(harsh)(completions=chat, input_output=[ADD_JSON] * 2) == [
+            -1.0, 0.5
+        ]  # fmt: skip
 
 
 def test_every_answer_of_the_real_server_is_what_the_wire_format_says(tmp_path: Path) -> None:
@@ -853,11 +1012,18 @@ def test_from_environment(monkeypatch: pytest.MonkeyPatch, stub: Stub) -> None:
         t.join()
     assert all(f is found[0] for f in found) and isinstance(found[0], ServerRewards)
     assert found[0].url == stub.url and found[0].token == "tok"
+    harsh = rw.from_environment(tamper_reward=-1)
+    assert harsh is not found[0] and harsh is rw.from_environment(-1.0)
+    assert isinstance(harsh, ServerRewards) and harsh.tamper_reward == -1.0
+    with pytest.raises(UsageError, match="tamper_reward"):
+        rw.from_environment(tamper_reward=float("nan"))
     monkeypatch.setenv("ASSAY_URL", stub.url + "/other")
     assert rw.from_environment() is not found[0]
     monkeypatch.delenv("ASSAY_URL")
     local = rw.from_environment()
     assert isinstance(local, LocalRewards) and local.parallel == 2
+    local_harsh = rw.from_environment(-0.5)
+    assert isinstance(local_harsh, LocalRewards) and local_harsh.tamper_reward == -0.5
     monkeypatch.setenv("ASSAY_PARALLEL", "many")
     with pytest.raises(UsageError, match="ASSAY_PARALLEL"):
         rw.from_environment()
@@ -874,7 +1040,7 @@ def test_module_level_functions_grade_through_assay_url(
     stub.replies.append(ok([graded("failed", 0.5, ("output:wrong",))]))
     assert verl_call(verl.compute_score, PASS)["score"] == 0.5
     assert asyncio.run(verl.compute_score_async(solution_str=PASS, ground_truth=ADD_JSON)) == {
-        "score": 0.5, "passed": 0.0, "infra_error": 0.0, "no_code": 0.0
+        "score": 0.5, "passed": 0.0, "infra_error": 0.0, "no_code": 0.0, "tamper": 0.0
     }  # fmt: skip
     assert stub.seen[0]["body"]["requests"][0]["ground_truth"] == ADD_JSON
     assert trl_call(trl.assay_reward, [PASS], TrlLogs()) == [0.5]
@@ -920,6 +1086,8 @@ class FakeGrader:
             v = verdict(("pass", "pass"))
         elif "ALLCASES" in code:  # every case passed, and the run still failed
             v = verdict(("pass", "pass"), reason_codes=("security:tamper",))
+        elif "TAMPER" in code:  # every case passed: they were skipped into passing
+            v = verdict(("pass", "pass"), reason_codes=SKIPPED)
         else:
             v = verdict(("pass", "fail"), reason_codes=("output:wrong",))
         return assay.Graded(v, sign_verdict(v, _SIGNER))
@@ -955,6 +1123,23 @@ def test_local_rewards_on_a_fake_grader() -> None:
         with pytest.raises(TypeError):
             pickle.dumps(local)
     assert isinstance(pickle.loads(pickle.dumps(LocalRewards(parallel=5))), LocalRewards)
+    again = pickle.loads(pickle.dumps(LocalRewards(parallel=5, tamper_reward=-1)))
+    assert (again.parallel, again.tamper_reward) == (5, -1.0)
+    with pytest.raises(UsageError, match="tamper_reward"):
+        LocalRewards(tamper_reward="-1")  # type: ignore[arg-type]
+
+
+def test_local_rewards_tamper_reward() -> None:
+    """A tampering verdict (its cases all passed: reward 0.0 as a failed verdict) against an
+    honest wrong one (0.5): the tamper reward goes to the tampering one only."""
+    with LocalRewards(grader=FakeGrader()) as plain:  # type: ignore[arg-type]
+        assert plain.grade_many(items("TAMPER", "WRONG")) == [
+            Reward(0.0, "failed", SKIPPED, None, SKIPPED),
+            Reward(0.5, "failed", ("output:wrong",)),
+        ]
+    with LocalRewards(grader=FakeGrader(), tamper_reward=-1) as harsh:  # type: ignore[arg-type]
+        got = harsh.grade_many(items("TAMPER", "WRONG", "PASS"))
+        assert [(r.score, r.tamper) for r in got] == [(-1.0, SKIPPED), (0.5, ()), (1.0, ())]
 
 
 def test_grade_codes_checks_a_graders_answer() -> None:

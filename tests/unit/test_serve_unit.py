@@ -545,3 +545,74 @@ def test_the_connection_cap_leaves_descriptors_for_the_grader(
         monkeypatch.setattr(resource, "getrlimit", lambda _r, s=soft: (s, resource.RLIM_INFINITY))
         assert run.connection_cap(1024) == want, soft
     assert "at most 16 connections (not 1024)" in caplog.text
+
+
+# -- the run routes' tamper signals -----------------------------------------------------------
+
+
+def test_the_run_routes_carry_the_firewalls_tamper_signal(tmp_path: Path) -> None:
+    """/run_code and Piston's execute have no judge: their only tamper signal is a refusal by
+    the firewall of a tamper family (a link), never a limit's (a file over its size). It rides
+    in the `assay` object, which SandboxFusion's own client model ignores, and in Piston's 400
+    beside its `message`."""
+    from sandbox_fusion import RunCodeResponse, RunStatus
+
+    from assay._internal.sandbox.execute import Execution, Stage
+
+    ran = Stage("finished", 0, None, b"1\n", b"", 0.01, None)
+    outcomes = {"LINK": "firewall:link", "BIG": "firewall:file-size"}
+
+    def run(req: Any) -> Execution:
+        refused = next((v for k, v in outcomes.items() if k in req.code), None)
+        return Execution("g-run-1", None, None if refused else ran, refused)
+
+    with serving(tmp_path) as s:
+        s.service.languages = {"python3": "base"}
+        s.service.versions = {"python3": "3.11.2"}
+        s.service.run = run  # type: ignore[method-assign]
+
+        def run_code(code: str) -> dict[str, Any]:
+            body = {"code": code, "language": "python"}
+            r = requests.post(f"{s.url}/run_code", json=body, timeout=30)
+            assert r.status_code == 200
+            return r.json()  # type: ignore[no-any-return]
+
+        link, big, honest = run_code("LINK"), run_code("BIG"), run_code("print(1)")
+        assert (link["status"], link["assay"]) == (
+            "Failed", {"grading_id": "g-run-1", "limit": None, "tamper": ["firewall:link"]}
+        )  # fmt: skip
+        assert (big["status"], big["assay"]["tamper"]) == ("Failed", [])
+        assert (honest["status"], honest["assay"]["tamper"]) == ("Success", [])
+        parsed = RunCodeResponse.parse_obj(link)
+        assert parsed.status == RunStatus.Failed and parsed.run_result is None
+
+        def execute(code: str) -> requests.Response:
+            body = {"language": "python", "version": "*", "files": [{"content": code}]}
+            return requests.post(f"{s.url}/api/v2/execute", json=body, timeout=30)
+
+        refused = execute("LINK")
+        assert refused.status_code == 400 and "firewall:link" in refused.json()["message"]
+        assert refused.json()["assay"] == {
+            "grading_id": "g-run-1", "refused": "firewall:link", "tamper": ["firewall:link"]
+        }  # fmt: skip
+        assert execute("BIG").json()["assay"]["tamper"] == []
+        ok = execute("print(1)")
+        assert ok.status_code == 200 and ok.json()["run"]["stdout"] == "1\n"
+        assert ok.json()["assay"]["tamper"] == []
+
+        metrics = requests.get(f"{s.url}/metrics", timeout=10).text
+        for route in ("/run_code", "/api/v2/execute"):
+            assert f'assay_serve_tampered_total{{route="{route}"}} 1.0' in metrics, metrics
+
+
+def test_the_native_routes_count_tampered_verdicts(tmp_path: Path) -> None:
+    with serving(tmp_path) as s:
+        rows = [{"input_output": {"inputs": ["1\n"], "outputs": ["1\n"]}, "code": c}
+                for c in ("TAMPER", "WRONG", "PASS")]  # fmt: skip
+        one = requests.post(f"{s.url}/v1/grade", json=rows[0], timeout=30).json()
+        assert one["tamper"] == ["junit:skipped"]
+        batch = requests.post(f"{s.url}/v1/grade/batch", json={"requests": rows}, timeout=30)
+        assert [r["tamper"] for r in batch.json()["results"]] == [["junit:skipped"], [], []]
+        metrics = requests.get(f"{s.url}/metrics", timeout=10).text
+        assert 'assay_serve_tampered_total{route="/v1/grade"} 1.0' in metrics
+        assert 'assay_serve_tampered_total{route="/v1/grade/batch"} 1.0' in metrics

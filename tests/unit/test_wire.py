@@ -31,7 +31,19 @@ def test_the_reward_rule() -> None:
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.sampled_from(["pass", "fail", "timeout", "limit"]), min_size=1, max_size=12),
-    st.lists(st.sampled_from(["limit:pids", "security:tamper", "note:judge-reused"]), unique=True),
+    st.lists(
+        st.sampled_from(
+            [
+                "limit:pids",
+                "security:tamper",
+                "note:judge-reused",
+                "junit:skipped",
+                "firewall:link",
+                "junit:empty",
+            ]
+        ),
+        unique=True,
+    ),
 )
 def test_every_verdicts_answer_reads_back_as_written(
     statuses: list[str], reasons: list[str]
@@ -45,6 +57,32 @@ def test_every_verdicts_answer_reads_back_as_written(
     assert read.status == ("passed" if v.passed else "failed")
     assert (read.score, read.reward) == (v.score, wire.reward_of(v.passed, v.score))
     assert read.reward is not None and (read.reward < 1.0 or v.passed)
+    assert read.tamper == tuple(v.tamper) and set(read.tamper) <= set(read.reason_codes)
+    assert not (read.tamper and read.status == "passed")
+
+
+def test_an_older_servers_answer_without_tamper_is_read() -> None:
+    """A server from before `tamper` writes no such field: its answer is read, with the
+    verdict object's tamper signals when that has them (signed with it), else none."""
+    honest = verdict(("pass", "fail"))
+    caught = verdict(("pass", "fail"), reason_codes=("junit:skipped",))
+    for v, expected in ((honest, ()), (caught, ("junit:skipped",))):
+        old = wire.Answer.of_verdict(v, sign_verdict(v, KEY)).to_json()
+        del old["tamper"]
+        assert wire.parse_answer(old).tamper == expected
+    # A verdict signed before the field existed has none either.
+    old = wire.Answer.of_verdict(caught, sign_verdict(caught, KEY)).to_json()
+    del old["tamper"]
+    del old["verdict"]["tamper"]
+    assert wire.parse_answer(old).tamper == ()
+    # But a field that is there is read strictly: never a malformed one as none.
+    new = wire.Answer.of_verdict(caught, sign_verdict(caught, KEY)).to_json()
+    for bad in (None, "junit:skipped", [], ["junit:skipped", "junit:skipped"], [1]):
+        with pytest.raises(AnswerError, match="tamper"):
+            wire.parse_answer(dict(new, tamper=bad))
+    infra = wire.Answer.no_verdict("infra_error", "why").to_json()
+    del infra["tamper"]
+    assert wire.parse_answer(infra).tamper == ()
 
 
 def test_answers_without_a_verdict() -> None:

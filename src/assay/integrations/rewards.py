@@ -9,6 +9,7 @@ completion, and a status that tells a wrong answer from a grading that never hap
     rewards = from_environment()  # ServerRewards if $ASSAY_URL is set, else LocalRewards
     [r] = rewards.grade_many([Item(row["input_output"], "apps", extract_code(text))])
     r.score, r.status  # 0.75 "failed"; None "infra_error"; 0.0 "no_code"
+    r.tamper  # ("junit:skipped",) when the verdict caught it tampering; () otherwise
 
 The tests of a row are APPS/TACO `input_output` (form "apps") or verl's `ground_truth` (form
 "verl"): `{"inputs": [...], "outputs": [...], "fn_name"?: ...}` or that object as JSON text.
@@ -23,6 +24,14 @@ scores 1.0: one whose every test passed but which failed on a reason such as `li
 verdict exists, and a trainer must not read it as a wrong answer. A row whose tests cannot make
 a task, or a language the task does not take, is a bug in the data set: `grade_many` raises
 (`assay.errors.TaskError` / `UsageError`) instead of scoring it.
+
+Tampering (`Reward.tamper`): the verdict's tamper signals, the reason codes of the tamper family
+(`assay.reason_family`; docs/verdicts.md), e.g. a test skipped by the submission, a forged
+report, a link in its archive. Such a verdict always failed, so by default it scores as any
+failed verdict does, the fraction of its tests that passed, which can be more than a plain
+wrong answer gets. `tamper_reward` (on `LocalRewards`, `ServerRewards`, `from_environment`,
+and verl's and TRL's functions) is the score of every graded item with a tamper signal
+instead, e.g. -1.0 below a wrong answer's 0.0; None (the default) keeps the verdict's reward.
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 from urllib.parse import urlsplit
@@ -61,6 +70,7 @@ __all__ = [
     "ServerRewards",
     "Status",
     "Style",
+    "check_tamper_reward",
     "completion_text",
     "extract_code",
     "fence_tag",
@@ -171,24 +181,45 @@ def completion_text(completion: Any) -> str:
 @dataclass(frozen=True)
 class Reward:
     """One completion's result. `score` is None exactly when `status` is "infra_error"
-    (no verdict; `error` says why); `reason_codes` are the verdict's (empty otherwise)."""
+    (no verdict; `error` says why); `reason_codes` are the verdict's (empty otherwise);
+    `tamper` its tamper signals (a subset of them; empty for an honest verdict, and
+    without a verdict: an infrastructure error is no evidence of anything)."""
 
     score: float | None
     status: Status
     reason_codes: tuple[str, ...] = ()
     error: str | None = None
+    tamper: tuple[str, ...] = ()
+
+    def scored(self, tamper_reward: float | None) -> Reward:
+        """This reward with `tamper_reward` as its score when it has a tamper signal;
+        unchanged when it has none or `tamper_reward` is None."""
+        if tamper_reward is None or not self.tamper:
+            return self
+        return replace(self, score=tamper_reward)
 
 
 NO_CODE = Reward(0.0, "no_code")
+
+
+def check_tamper_reward(value: object, name: str = "tamper_reward") -> float | None:
+    """`value` as a tamper reward: None, or a finite number (as a float). Raises `UsageError`
+    for anything else (a bool, a string, NaN): a trainer's typo must not become a reward."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise UsageError(f"{name} is a finite number or None, not {_printable(repr(value), 80)}")
+    return float(value)
 
 
 def infra(error: str) -> Reward:
     return Reward(None, "infra_error", (), error)
 
 
-def answer_reward(answer: wire.Answer) -> Reward:
+def answer_reward(answer: wire.Answer, tamper_reward: float | None = None) -> Reward:
     """The `Reward` of a native answer (`assay.wire`), the same for a grading in this process
-    and one through the server: a verdict's `reward` (never 1.0 for a failed one), "infra_error"
+    and one through the server: a verdict's `reward` (never 1.0 for a failed one; the
+    `tamper_reward` instead when given and the verdict has a tamper signal), "infra_error"
     with no score, and `UsageError` for "invalid" (a request that cannot be graded as asked is
     a bug in the data set: retrying cannot help, and masking it would train on nothing)."""
     if answer.status == "invalid":
@@ -196,7 +227,8 @@ def answer_reward(answer: wire.Answer) -> Reward:
     if answer.status == "infra_error":
         return infra(f"assay server: {_printable(answer.error or 'no reason given')}")
     assert answer.reward is not None
-    return Reward(answer.reward, answer.status, answer.reason_codes)
+    reward = Reward(answer.reward, answer.status, answer.reason_codes, None, answer.tamper)
+    return reward.scored(tamper_reward)
 
 
 class Item(NamedTuple):
@@ -288,12 +320,22 @@ class LocalRewards:
     A bad row raises before anything is graded (`assay.errors.TaskError` for tests that make
     no task, `UsageError` for a language the task does not take): that is a data set's bug,
     not a wrong answer. An `InfrastructureError` of one grading is that item's "infra_error".
+    `tamper_reward`: the score of an item whose verdict has a tamper signal (see the module);
+    None keeps the verdict's reward. Raises `UsageError` for a bad `parallel` or
+    `tamper_reward`.
     """
 
-    def __init__(self, grader: assay.Grader | None = None, parallel: int = 2) -> None:
+    def __init__(
+        self,
+        grader: assay.Grader | None = None,
+        parallel: int = 2,
+        *,
+        tamper_reward: float | None = None,
+    ) -> None:
         if parallel < 1:
             raise UsageError(f"parallel must be at least 1, not {parallel}")
         self.parallel = parallel
+        self.tamper_reward = check_tamper_reward(tamper_reward)
         self._own = grader is None
         self._grader = grader
         self._inline: assay.InlineTasks | None = None
@@ -307,7 +349,7 @@ class LocalRewards:
         # its own grader is made anew there; one holding your grader cannot be.
         if not self._own:
             raise TypeError("a LocalRewards holding a Grader of yours cannot be pickled")
-        return (LocalRewards, (None, self.parallel))
+        return (_local_rewards, (self.parallel, self.tamper_reward))
 
     def grade_many(self, items: Sequence[Item]) -> list[Reward]:
         """One `Reward` per item, in order (see the class)."""
@@ -357,8 +399,7 @@ class LocalRewards:
             raise failure
         return [r for r in out if r is not None]
 
-    @staticmethod
-    def _one(grader: assay.Grader, task: assay.Task, submission: dict[str, str]) -> Reward:
+    def _one(self, grader: assay.Grader, task: assay.Task, submission: dict[str, str]) -> Reward:
         try:
             graded = grader.grade(task, submission)
         except UsageError:
@@ -366,7 +407,8 @@ class LocalRewards:
         except AssayError as exc:  # InfrastructureError, or another end with no verdict
             return infra(exc.diagnostics())
         # The answer the server would send for this verdict, read as a server's is.
-        return answer_reward(wire.Answer.of_verdict(graded.verdict, graded.envelope))
+        answer = wire.Answer.of_verdict(graded.verdict, graded.envelope)
+        return answer_reward(answer, self.tamper_reward)
 
     def _grader_made(self) -> assay.Grader:
         with self._lock:
@@ -405,6 +447,10 @@ class LocalRewards:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _local_rewards(parallel: int, tamper_reward: float | None) -> LocalRewards:
+    return LocalRewards(None, parallel, tamper_reward=tamper_reward)
 
 
 # -- through an `assay serve` server -----------------------------------------------------------
@@ -446,6 +492,13 @@ class ServerRewards:
     than 429 (a wrong URL or token, a body over the server's cap), and an item the server calls
     "invalid" (tests that make no task, a language the task does not take) raise
     `assay.errors.UsageError`: retrying cannot help, and masking them would train on nothing.
+
+    An answer's `tamper` is read as strictly (`assay.wire`: codes among the failing reasons,
+    the verdict's own; an answer that breaks that is that item's "infra_error", never an
+    honest score); an older server's answer without it has the verdict's, or none. With
+    `public_key`, the signed verdict's tamper signals must be the answer's too.
+    `tamper_reward`: the score of an item whose verdict has a tamper signal (see the module);
+    None keeps the verdict's reward. Bad settings raise `UsageError`.
     """
 
     def __init__(
@@ -461,6 +514,7 @@ class ServerRewards:
         batch_size: int = 64,
         connections: int = 4,
         public_key: str | os.PathLike[str] | None = None,
+        tamper_reward: float | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -482,6 +536,7 @@ class ServerRewards:
         self.retry_budget = retry_budget
         self.batch_size = batch_size
         self.connections = connections
+        self.tamper_reward = check_tamper_reward(tamper_reward)
         self.public_key_path = None if public_key is None else os.fspath(public_key)
         self._key: Ed25519PublicKey | None = (
             None if public_key is None else assay.load_public_key(public_key)
@@ -607,7 +662,7 @@ class ServerRewards:
                     raise _Bad(str(answer))
                 if self._key is not None and answer.has_verdict:
                     self._check_signed(answer)
-                reward = answer_reward(answer)
+                reward = answer_reward(answer, self.tamper_reward)
             except _Bad as exc:
                 reward = infra(f"assay server: item {n}: {exc}")
             except UsageError as exc:
@@ -627,6 +682,7 @@ class ServerRewards:
             v.passed != (answer.status == "passed")
             or not math.isclose(v.score, answer.score or 0.0, abs_tol=1e-9)
             or tuple(v.reason_codes) != answer.reason_codes
+            or tuple(v.tamper) != answer.tamper
             or v.grading_id != answer.grading_id
         ):
             raise _Bad("the signed verdict differs from the reported result")
@@ -685,14 +741,16 @@ _cache: dict[tuple[Any, ...], Rewards] = {}
 _cache_lock = threading.Lock()
 
 
-def from_environment() -> Rewards:
-    """The process's one grader of rewards, made on first use: `ServerRewards($ASSAY_URL,
-    $ASSAY_TOKEN)` when ASSAY_URL is set (ASSAY_PUBLIC_KEY: a signing.pub every verdict must
-    verify with), else `LocalRewards(parallel=$ASSAY_PARALLEL or 2)`. Thread-safe; a forked
-    process, or changed variables, get a new one."""
+def from_environment(tamper_reward: float | None = None) -> Rewards:
+    """The process's grader of rewards for `tamper_reward` (see the module), made on first
+    use: `ServerRewards($ASSAY_URL, $ASSAY_TOKEN)` when ASSAY_URL is set (ASSAY_PUBLIC_KEY: a
+    signing.pub every verdict must verify with), else `LocalRewards(parallel=$ASSAY_PARALLEL
+    or 2)`. Thread-safe; a forked process, changed variables or another `tamper_reward` get a
+    new one. Raises `UsageError` for a bad variable or `tamper_reward`."""
     env = os.environ
     key = (os.getpid(), env.get("ASSAY_URL"), env.get("ASSAY_TOKEN"),
-           env.get("ASSAY_PUBLIC_KEY"), env.get("ASSAY_PARALLEL"))  # fmt: skip
+           env.get("ASSAY_PUBLIC_KEY"), env.get("ASSAY_PARALLEL"),
+           check_tamper_reward(tamper_reward))  # fmt: skip
     with _cache_lock:
         found = _cache.get(key)
         if found is None:
@@ -701,10 +759,16 @@ def from_environment() -> Rewards:
 
 
 def _make(
-    url: str | None, token: str | None, public_key: str | None, parallel: str | None
+    url: str | None,
+    token: str | None,
+    public_key: str | None,
+    parallel: str | None,
+    tamper_reward: float | None,
 ) -> Rewards:
     if url:
-        return ServerRewards(url, token or None, public_key=public_key or None)
+        return ServerRewards(
+            url, token or None, public_key=public_key or None, tamper_reward=tamper_reward
+        )
     if parallel and not (parallel.isascii() and parallel.isdigit()):
         raise UsageError(f"ASSAY_PARALLEL must be a whole number, not {parallel!r}")
-    return LocalRewards(parallel=int(parallel) if parallel else 2)
+    return LocalRewards(parallel=int(parallel) if parallel else 2, tamper_reward=tamper_reward)

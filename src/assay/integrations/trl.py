@@ -8,7 +8,10 @@ row's tests, one float per completion, and None where no verdict could be produc
     trainer = GRPOTrainer(model=..., reward_funcs=[assay_reward], train_dataset=dataset)
 
 `reward_function(...)` makes one for another tests column, verl's form of the tests, a
-language column, another code extraction rule, or a grader of your own.
+language column, another code extraction rule, a grader of your own, or a reward for
+tampering: `reward_function(tamper_reward=-1.0)` scores every completion whose verdict has a
+tamper signal (a skipped test, a forged report...: `rewards.Reward.tamper`) -1.0, below a wrong
+answer's 0.0; by default it scores as the failed verdict it is.
 
 TRL calls a reward function with keywords: `prompts`, `completions`, `completion_ids`, every
 other column of the data set as a list aligned with the completions, `trainer_state`,
@@ -22,8 +25,9 @@ scored None as unscorable: it is left out of its group's baseline and its advant
 infrastructure error is never learned as a wrong answer. (Before 1.6 a None counts as 0.0 under
 TRL's nansum.) A row whose tests cannot make a task raises, as does a missing column.
 
-Each call also logs the metrics `<name>/infra_error_rate` and `<name>/no_code_rate` (through
-`log_metric`, when TRL passes it) and the completions-table column `<name>_status`.
+Each call also logs the metrics `<name>/infra_error_rate`, `<name>/no_code_rate` and
+`<name>/tamper_rate` (through `log_metric`, when TRL passes it) and the completions-table
+columns `<name>_status` and `<name>_tamper` (the tamper codes, space-separated; "" for none).
 
 Grading runs in this process (`rewards.LocalRewards`), or through `assay serve` when ASSAY_URL
 is set (`ASSAY_URL=http://127.0.0.1:8000/<token>`; `rewards.from_environment`).
@@ -39,6 +43,7 @@ from .rewards import (
     Item,
     Rewards,
     Style,
+    check_tamper_reward,
     completion_text,
     extract_code,
     fence_tag,
@@ -68,8 +73,10 @@ class AssayReward:
         language_column: str | None = None,
         style: Style = "open-r1",
         name: str = "assay_reward",
+        tamper_reward: float | None = None,
     ) -> None:
         self.rewards = rewards
+        self.tamper_reward = check_tamper_reward(tamper_reward)
         self.tests_column = tests_column
         self.form: Form = form
         self.language_column = language_column
@@ -95,15 +102,18 @@ class AssayReward:
             items.append(Item(row_tests, self.form, code, language))
         results = grade_codes(from_environment() if self.rewards is None else self.rewards, items)
         statuses = [r.status for r in results]
+        tampered = sum(1 for r in results if r.tamper)
         log_metric, log_extra = kwargs.get("log_metric"), kwargs.get("log_extra")
         # Every call logs the same names: TRL gathers them across processes in one order.
         if callable(log_metric):
             for status in ("infra_error", "no_code"):
                 rate = statuses.count(status) / n if n else 0.0
                 log_metric(f"{self.__name__}/{status}_rate", rate)
+            log_metric(f"{self.__name__}/tamper_rate", tampered / n if n else 0.0)
         if callable(log_extra):
             log_extra(f"{self.__name__}_status", statuses)
-        return [r.score for r in results]
+            log_extra(f"{self.__name__}_tamper", [" ".join(r.tamper) for r in results])
+        return [r.scored(self.tamper_reward).score for r in results]
 
     def _column(self, name: str, kwargs: dict[str, Any], n: int) -> list[Any]:
         if name not in kwargs:
@@ -127,6 +137,7 @@ def reward_function(
     language_column: str | None = None,
     style: Style = "open-r1",
     name: str = "assay_reward",
+    tamper_reward: float | None = None,
 ) -> Callable[..., list[float | None]]:
     """A TRL reward function `f(completions, **kwargs) -> list[float | None]` (see the module).
 
@@ -135,7 +146,9 @@ def reward_function(
     `input_output`) or "verl" (verl's `ground_truth`). `language_column`: a column naming each
     row's language (default: python). `style`: how the code is found in a completion
     (`rewards.extract_code`; default "open-r1", the rule of open-r1's code reward for TRL: the
-    last ```python block). `name`: what TRL logs the reward as."""
+    last ```python block). `name`: what TRL logs the reward as. `tamper_reward`: the reward of
+    a completion whose verdict has a tamper signal (e.g. -1.0; None, the default: its failed
+    verdict's score). Raises `UsageError` for a bad `tamper_reward`."""
     return AssayReward(
         rewards,
         tests_column=tests_column,
@@ -143,6 +156,7 @@ def reward_function(
         language_column=language_column,
         style=style,
         name=name,
+        tamper_reward=tamper_reward,
     )
 
 

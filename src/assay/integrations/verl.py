@@ -24,8 +24,17 @@ ASSAY_URL is set (`ASSAY_URL=http://127.0.0.1:8000/<token>`; `rewards.from_envir
 
 The result is a dict with the same keys for every response (verl appends each key's values to
 `reward_extra_info` per response, so a key missing from one would misalign them):
-`{"score": 0.0-1.0, "passed": 0.0|1.0, "infra_error": 0.0|1.0, "no_code": 0.0|1.0}`; "score"
-is the fraction of the tests passed (a failed verdict never scores 1.0).
+`{"score": 0.0-1.0, "passed": 0.0|1.0, "infra_error": 0.0|1.0, "no_code": 0.0|1.0,
+"tamper": 0.0|1.0}`; "score" is the fraction of the tests passed (a failed verdict never scores
+1.0); "tamper" is 1.0 when the verdict has a tamper signal (a skipped test, a forged report...:
+`rewards.Reward.tamper`). It is a number, not the codes, because verl averages every key into
+its metrics. The codes are in the verdict (`rewards.ServerRewards` or `LocalRewards` give them).
+
+Tampering scores as the failed verdict it is unless a tamper reward is set: `tamper_reward=-1.0`
+in verl's `reward_kwargs` (verl 0.9:
+`+reward.custom_reward_function.reward_kwargs.tamper_reward=-1.0`; verl passes the keyword to
+every call) or `make_compute_score(..., tamper_reward=-1.0)`. The keyword wins over the
+function's own setting.
 
 When no verdict could be produced (the engine or the server failed), verl has no way to leave a
 response out of the update. By default `assay.errors.InfrastructureError` is raised: the step
@@ -44,7 +53,16 @@ from typing import Any, Literal
 
 from assay.errors import InfrastructureError, TaskError, UsageError
 
-from .rewards import Item, Reward, Rewards, extract_code, fence_tag, from_environment, grade_codes
+from .rewards import (
+    Item,
+    Reward,
+    Rewards,
+    check_tamper_reward,
+    extract_code,
+    fence_tag,
+    from_environment,
+    grade_codes,
+)
 
 __all__ = [
     "SCORE_KEYS",
@@ -57,24 +75,31 @@ __all__ = [
 ]
 
 OnInfraError = Literal["raise", "report"]
-SCORE_KEYS = ("score", "passed", "infra_error", "no_code")
+SCORE_KEYS = ("score", "passed", "infra_error", "no_code", "tamper")
 """The keys of every result, in this order."""
 
 
 class ComputeScore:
     """A verl reward function (module-level, so picklable when `rewards` is). `rewards`:
     what grades (default: `rewards.from_environment()`, looked up at each call).
-    `on_infra_error`: "raise" or "report" (default: $ASSAY_ON_INFRA_ERROR, else "raise")."""
+    `on_infra_error`: "raise" or "report" (default: $ASSAY_ON_INFRA_ERROR, else "raise").
+    `tamper_reward`: the score of a response whose verdict has a tamper signal (None: the
+    verdict's reward); a call's `tamper_reward=` keyword (verl's `reward_kwargs`) wins over it.
+    Raises `UsageError` for a bad setting."""
 
     __name__ = "compute_score"
 
     def __init__(
-        self, rewards: Rewards | None = None, on_infra_error: OnInfraError | None = None
+        self,
+        rewards: Rewards | None = None,
+        on_infra_error: OnInfraError | None = None,
+        tamper_reward: float | None = None,
     ) -> None:
         if on_infra_error not in (None, "raise", "report"):
             raise UsageError(f"on_infra_error is 'raise' or 'report', not {on_infra_error!r}")
         self.rewards = rewards
         self.on_infra_error = on_infra_error
+        self.tamper_reward = check_tamper_reward(tamper_reward)
 
     def __call__(
         self,
@@ -85,7 +110,7 @@ class ComputeScore:
         **kwargs: Any,
     ) -> dict[str, float]:
         """One response's result (verl's per-response call)."""
-        return self.batch([data_source], [solution_str], [ground_truth], [extra_info])[0]
+        return self.batch([data_source], [solution_str], [ground_truth], [extra_info], **kwargs)[0]
 
     def batch(
         self,
@@ -96,6 +121,11 @@ class ComputeScore:
         **kwargs: Any,
     ) -> list[dict[str, float]]:
         """Every response's result, graded together (verl's "batch" manager's call)."""
+        tamper_reward = (
+            check_tamper_reward(kwargs["tamper_reward"])
+            if kwargs.get("tamper_reward") is not None
+            else self.tamper_reward
+        )
         n = len(solution_strs)
         infos = [None] * n if extra_infos is None else list(extra_infos)
         truths = list(ground_truths)
@@ -111,7 +141,7 @@ class ComputeScore:
                 fix="fix the engine or the server and resume; ASSAY_ON_INFRA_ERROR=report "
                 "scores such a response 0.0 with infra_error 1.0 instead",
             )
-        return [scores(r) for r in results]
+        return [scores(r.scored(tamper_reward)) for r in results]
 
     def _mode(self) -> OnInfraError:
         mode = self.on_infra_error or os.environ.get("ASSAY_ON_INFRA_ERROR") or "raise"
@@ -127,6 +157,7 @@ def scores(reward: Reward) -> dict[str, float]:
         "passed": float(reward.status == "passed"),
         "infra_error": float(reward.status == "infra_error"),
         "no_code": float(reward.status == "no_code"),
+        "tamper": float(bool(reward.tamper)),
     }
 
 
@@ -145,12 +176,16 @@ def _item(solution: Any, ground_truth: Any, extra_info: Any, n: int) -> Item:
 
 
 def make_compute_score(
-    rewards: Rewards | None = None, on_infra_error: OnInfraError | None = None
+    rewards: Rewards | None = None,
+    on_infra_error: OnInfraError | None = None,
+    tamper_reward: float | None = None,
 ) -> ComputeScore:
-    """A `compute_score` grading with `rewards` (e.g. `rewards.ServerRewards(url)`), and
-    raising or reporting infrastructure errors (see the module). Put it in a module of yours
-    and point `custom_reward_function.path` at that module; `.batch` is the batch form."""
-    return ComputeScore(rewards, on_infra_error)
+    """A `compute_score` grading with `rewards` (e.g. `rewards.ServerRewards(url)`), raising or
+    reporting infrastructure errors, and scoring a tampering response `tamper_reward` (None: as
+    its failed verdict; see the module). Put it in a module of yours and point
+    `custom_reward_function.path` at that module; `.batch` is the batch form. Raises
+    `UsageError` for a bad setting."""
+    return ComputeScore(rewards, on_infra_error, tamper_reward)
 
 
 _default = ComputeScore()
@@ -163,10 +198,11 @@ def compute_score(
     extra_info: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> dict[str, float]:
-    """verl's per-response reward: `{"score", "passed", "infra_error", "no_code"}` (see the
-    module). Raises `assay.errors.InfrastructureError` when no verdict could be produced
+    """verl's per-response reward: `{"score", "passed", "infra_error", "no_code", "tamper"}`
+    (see the module; `tamper_reward=` among the keywords sets the score of a tampering
+    response). Raises `assay.errors.InfrastructureError` when no verdict could be produced
     (unless ASSAY_ON_INFRA_ERROR=report), `TaskError`/`UsageError` for a row whose tests or
-    language cannot be graded."""
+    language cannot be graded, `UsageError` for a bad `tamper_reward`."""
     return _default(data_source, solution_str, ground_truth, extra_info, **kwargs)
 
 

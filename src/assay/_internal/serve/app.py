@@ -4,7 +4,9 @@ Routes (all but /health need the token, as a bearer header or the first path seg
 - native, the secure mode: POST /v1/grade, POST /v1/grade/batch, GET /v1/tasks, GET /v1/key;
 - SandboxFusion: POST /run_code, GET /v1/ping; Piston: POST /api/v2/execute,
   GET /api/v2/runtimes. These only run code in a fresh offline container and return its
-  bytes: the caller compares (docs/integrations.md);
+  bytes: the caller compares (docs/integrations.md). Their answers' `assay` object, which
+  the protocols' clients ignore, adds `tamper`: the tamper signals of the run, which has no
+  judge, so only the firewall's refusal of the code, its files or its build can be one;
 - GET /health, GET /metrics.
 """
 
@@ -26,6 +28,7 @@ import assay
 from assay.errors import AssayError, UsageError
 from assay.wire import Answer
 
+from ..model.families import tamper_codes
 from ..model.languages import LANGUAGES, language_image
 from ..model.strict_json import StrictJSONError, loads_strict
 from ..sandbox import piston
@@ -148,6 +151,17 @@ class Service:
             )
 
 
+def run_tamper(ex: Execution) -> list[str]:
+    """The tamper signals of a run: its refusal's code when that is of the tamper family (a
+    link, a `..`, a device in the code's files or its build; not a size over a cap)."""
+    return tamper_codes([ex.refused]) if ex.refused is not None else []
+
+
+def with_tamper(out: dict[str, Any], tamper: list[str]) -> dict[str, Any]:
+    """`out` (a SandboxFusion or Piston answer) with `tamper` in its `assay` object."""
+    return {**out, "assay": {**out.get("assay", {}), "tamper": tamper}}
+
+
 def busy(exc: Full | Draining) -> JSONResponse:
     if isinstance(exc, Full):
         return JSONResponse({"error": str(exc)}, 429, {"retry-after": str(exc.retry_after)})
@@ -220,7 +234,7 @@ def create_app(
             return busy(exc)
         except QueueTimeout as exc:
             out = Answer.no_verdict("infra_error", str(exc)).to_json()
-        svc.metrics.outcome("/v1/grade", out["status"])
+        svc.metrics.outcome("/v1/grade", out["status"], bool(out["tamper"]))
         return JSONResponse(out, 422 if out["status"] == "invalid" else 200)
 
     @app.post("/v1/grade/batch")
@@ -238,7 +252,7 @@ def create_app(
                 out = await svc.admission.run(lambda: svc.native.grade(r))
             except QueueTimeout as exc:
                 out = Answer.no_verdict("infra_error", str(exc)).to_json()
-            svc.metrics.outcome("/v1/grade/batch", out["status"])
+            svc.metrics.outcome("/v1/grade/batch", out["status"], bool(out["tamper"]))
             return out
 
         results = await asyncio.gather(*(one(r) for r in req.requests))
@@ -258,21 +272,28 @@ def create_app(
             return JSONResponse(sf.refusal(exc.message, exc.field), 422)
         except UsageError as exc:
             return JSONResponse(sf.refusal(str(exc)), 422)
+        tamper: list[str] = []
         try:
             ex = await svc.queued("/run_code", 1, lambda: svc.run(req))
-            out = sf.to_response(ex)
+            out, tamper = sf.to_response(ex), run_tamper(ex)
         except (Full, Draining) as exc:
             return busy(exc)
         except (QueueTimeout, AssayError) as exc:
             out = sf.sandbox_error(str(exc))
         svc.metrics.outcome(
-            "/run_code", str(out["status"]).lower().replace("sandboxerror", "sandbox_error")
+            "/run_code",
+            str(out["status"]).lower().replace("sandboxerror", "sandbox_error"),
+            bool(tamper),
         )
-        return JSONResponse(out)
+        return JSONResponse(with_tamper(out, tamper))
 
     @app.get("/api/v2/runtimes")
     async def runtimes() -> JSONResponse:
         return JSONResponse(piston.runtimes(svc.versions))
+
+    def piston_failed(exc: Exception) -> JSONResponse:
+        svc.metrics.outcome("/api/v2/execute", "sandbox_error")
+        return JSONResponse(piston.error_body(f"execution failed: {exc}"), 500)
 
     @app.post("/api/v2/execute")
     async def piston_execute(request: Request) -> Response:
@@ -288,17 +309,22 @@ def create_app(
             return JSONResponse(piston.error_body(str(exc)), 400)
         try:
             ex = await svc.queued("/api/v2/execute", 1, lambda: svc.run(req))
-            out = piston.to_response(ex, rt)
         except (Full, Draining) as exc:
             return busy(exc)
-        except sf.RequestRefused as exc:  # the firewall refused a file
-            svc.metrics.outcome("/api/v2/execute", "refused")
-            return JSONResponse(piston.error_body(exc.message), 400)
         except (QueueTimeout, AssayError, ValueError) as exc:
-            svc.metrics.outcome("/api/v2/execute", "sandbox_error")
-            return JSONResponse(piston.error_body(f"execution failed: {exc}"), 500)
+            return piston_failed(exc)
+        try:
+            out = piston.to_response(ex, rt)
+        except sf.RequestRefused as exc:  # the firewall refused a file
+            tamper = run_tamper(ex)
+            svc.metrics.outcome("/api/v2/execute", "refused", bool(tamper))
+            # Piston's clients read a 400's `message` only; the `assay` object rides beside it.
+            facts = {"grading_id": ex.grading_id, "refused": ex.refused, "tamper": tamper}
+            return JSONResponse({**piston.error_body(exc.message), "assay": facts}, 400)
+        except ValueError as exc:
+            return piston_failed(exc)
         svc.metrics.outcome("/api/v2/execute", "ran")
-        return JSONResponse(out)
+        return JSONResponse(with_tamper(out, []))
 
     wrapped = AccessLog(TokenAuth(BodyCap(app, settings.max_body_bytes), settings.token),
                         svc.metrics.observe, Metrics.label)  # fmt: skip

@@ -37,6 +37,10 @@ class Metrics:
             "assay_serve_infra_errors", "Items that got an infrastructure error, not a result",
             ["route"], registry=r,
         )  # fmt: skip
+        self.tampered = Counter(
+            "assay_serve_tampered", "Items whose verdict (or run) carries a tamper signal",
+            ["route"], registry=r,
+        )  # fmt: skip
         self.rejected = Counter(
             "assay_serve_rejected", "Items refused before any work: full, draining",
             ["reason"], registry=r,
@@ -62,8 +66,10 @@ class Metrics:
         self.requests.labels(label, str(status)).inc()
         self.latency.labels(label).observe(seconds)
 
-    def outcome(self, route: str, outcome: str) -> None:
+    def outcome(self, route: str, outcome: str, tampered: bool = False) -> None:
         self.outcomes.labels(self.label(route), outcome).inc()
+        if tampered:
+            self.tampered.labels(self.label(route)).inc()
         if outcome in ("infra_error", "sandbox_error"):
             self.infra_errors.labels(self.label(route)).inc()
 
