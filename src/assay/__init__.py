@@ -20,7 +20,7 @@ from assay._internal.api.grader import Grader, Job, TaskLike
 from assay._internal.api.harbortask import import_harbor
 from assay._internal.api.inline import InlineTasks, code_submission
 from assay._internal.api.keys import keygen, keyid, load_public_key, verify
-from assay._internal.api.report import ReportSummary, write_report
+from assay._internal.api.report import CheatRates, ReportSummary, write_report
 from assay._internal.api.session import ExecResult, Session
 from assay._internal.api.submission import Agent, Patch, Submission
 from assay._internal.api.validate import ValidationCheck, ValidationReport, validate
@@ -38,6 +38,7 @@ __all__ = [
     "TIER_TITLES",
     "UNSAFE_TIERS",
     "Agent",
+    "CheatRates",
     "Diagnostics",
     "EnvImage",
     "EnvironmentSpec",

@@ -46,6 +46,7 @@ PUBLIC_MODULES = (
 def test_all_is_pinned() -> None:
     assert sorted(assay.__all__) == [
         "Agent",
+        "CheatRates",
         "Diagnostics",
         "EnvImage",
         "EnvironmentSpec",
@@ -165,6 +166,13 @@ SIGNATURES = {
     "html: 'str | os.PathLike[str] | None' = None, "
     "junit: 'str | os.PathLike[str] | None' = None, "
     "public_key: 'str | os.PathLike[str] | Ed25519PublicKey | None' = None) -> 'ReportSummary'",
+    "ReportSummary": "(gradings: 'int', passed: 'int', failed: 'int', no_verdict: 'int', "
+    "invalid: 'int', key_note: 'str', rates: 'CheatRates' = <factory>, "
+    "tasks: 'Mapping[str, CheatRates]' = <factory>) -> None",
+    "CheatRates": "(verdicts: 'int' = 0, passed: 'int' = 0, tampered: 'int' = 0, "
+    "twins: 'int' = 0, twins_passed: 'int' = 0, legacy: 'int' = 0, "
+    "families: 'Mapping[Family, int]' = <factory>, "
+    "reasons: 'Mapping[Family, Mapping[str, int]]' = <factory>) -> None",
     "Grader.batch": "(self, jobs: 'Iterable[Job | BatchJob]', *, parallel: 'int' = 2, "
     "ray: 'str | None' = None, ray_insecure_no_auth: 'bool' = False) -> 'Batch'",
     "batch.Batch.run": "(self, out: 'Path', progress: 'Progress | None' = None) "

@@ -207,3 +207,30 @@ def test_matrix_page_draws_a_recorded_result(tmp_path: Path) -> None:
         == 1
     )
     assert f"&lt;script&gt;{RUN}" in got.dom.replace("&amp;", "&")
+
+
+def test_the_cheat_rates_render_as_text_and_filter(tmp_path: Path) -> None:
+    from test_report_rates import write_run
+
+    out, pub = write_run(tmp_path)
+    html = tmp_path / "rates.html"
+    res = CliRunner().invoke(main, ["report", str(out), "--html", str(html), "--key", str(pub)])
+    assert res.exit_code == 0, res.output
+    got = render(html.as_uri())
+    found = assert_inert(got.dom, "batch:summary")
+    assert got.requests == [] and foreign(got.proxied) == []
+    text = re.sub(r"<[^>]+>", "|", got.dom)
+    # the cards, then each task's row and the run's (test_report_rates.py counts them by hand)
+    for shown in ("|25.0%||pass rate||2 of 8|", "|36.4%||tamper rate||4 of 11|",
+                  "|33.3%||impossible twins passed||1 of 3|",
+                  "|add||8||2/8 (25.0%)||3/8 (37.5%)||-|",
+                  "|add.impossible||3||-||1/3 (33.3%)||1/3 (33.3%)|",
+                  "|(run)||11||2/8 (25.0%)||4/11 (36.4%)||1/3 (33.3%)|",
+                  "|tamper 4: firewall:link 1, policy:conftest 1, twin:passed 1, yy:forge 1|",
+                  "|unknown 1: zz:new 1|",
+                  "|2 verdict(s) signed before the tamper field: read from their reason codes|"):  # fmt: skip
+        assert shown in text, shown
+    assert sum(1 for tag, a in found.found if tag == "tr" and a.get("class") == "task-rates") == 2
+    for frag, matches in (("st=tampered", "4"), ("st=twin", "3"), ("st=failed", "9")):
+        got = render(f"{html.as_uri()}#{frag}")
+        assert Elements(got.dom).root().get("data-matches") == matches, frag

@@ -1,9 +1,11 @@
-"""`assay.write_report`: a grade-many output directory as an HTML page and JUnit XML."""
+"""`assay.write_report`: a grade-many output directory as an HTML page and JUnit XML, and its
+cheat rates (report/rates.py) as numbers."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -13,7 +15,11 @@ from ..report.batch import batch_data
 from ..report.collect import collect
 from ..report.junit import junit_xml
 from ..report.page import render
+from ..report.rates import CheatRates, by_task
+from ..report.rates import rates as run_rates
 from ..signing.keys import keyid, load_public_key
+
+__all__ = ["CheatRates", "ReportSummary", "write_report"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,11 @@ class ReportSummary:
     """Envelopes that failed to verify (with `public_key`) or could not be parsed."""
     key_note: str
     """Whether the signatures were checked, and with which key id: what the page says."""
+    rates: CheatRates = field(default_factory=CheatRates)
+    """The whole run's pass rate, tamper rate (by family and reason code) and pass rate on
+    impossible twins, over the gradings that have a verdict."""
+    tasks: Mapping[str, CheatRates] = field(default_factory=dict)
+    """The same for each task, by task id."""
 
 
 def write_report(
@@ -41,7 +52,9 @@ def write_report(
     """Read `out_dir` (the output directory of `assay grade-many` or `Batch.run`) and write a
     self-contained HTML page to `html` and JUnit XML (one testcase per grading) to `junit`,
     each replaced atomically; either may be None. With `public_key` every envelope is
-    verified and a bad one is shown as such; without, verdicts are shown as unchecked.
+    verified and a bad one is shown as such; without, verdicts are shown as unchecked. The
+    summary, the page and the JUnit export carry the same cheat rates, per task and for the run
+    (docs/report.md: pass rate, tamper rate by family and reason code, impossible twins).
 
     Nothing read is trusted: files are read with caps and without following links, and one
     that is not what it claims becomes a row saying so. Raises `assay.errors.KeyFileError`
@@ -53,6 +66,7 @@ def write_report(
         else load_public_key(Path(public_key))
     )
     records = collect(out, key)
+    verdicts = [r.verdict for r in records if r.verdict is not None]
     note = (
         f"signatures checked with key {keyid(key)[:16]}"
         if key
@@ -69,4 +83,6 @@ def write_report(
         no_verdict=sum(r.status == "no-verdict" for r in records),
         invalid=sum(r.signature == "invalid" for r in records),
         key_note=note,
+        rates=run_rates(verdicts),
+        tasks=by_task(verdicts),
     )

@@ -22,6 +22,7 @@ from ..model.strict_json import StrictJSONError, loads_strict
 from ..model.verdict import TIER_TITLES, Verdict, is_failing_reason
 from ..signing.dsse import MAX_ENVELOPE_BYTES
 from ..signing.sign import VerificationError, unverified_verdict, verify_envelope
+from .rates import is_legacy, is_twin, read_codes
 
 Signature = Literal["verified", "unchecked", "invalid", "none"]
 MAX_SUMMARY_BYTES = 64 << 20
@@ -49,6 +50,7 @@ class Record:
         if v is None:
             return out
         n_pass = sum(c.status == "pass" for c in v.cases)
+        read = read_codes(v)
         out.update(
             task=v.task_id,
             tier=v.tier,
@@ -64,6 +66,11 @@ class Record:
                 dict.fromkeys([*v.notes, *(c for c in v.reason_codes if not is_failing_reason(c))])
             ),
             events=[r for r in v.reason_codes if r.partition(":")[0] in EVENT_NAMESPACES],
+            # each reason's family as the cheat rates count it (rates.py), and what shows tampering
+            fam={c: f for f, codes in read.items() for c in codes},
+            tamper=read.get("tamper", []),
+            twin=is_twin(v),
+            legacy=is_legacy(v),
             timings=list(v.timings.items()),
             gid=v.grading_id,
             started=v.started_at,

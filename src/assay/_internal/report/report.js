@@ -32,6 +32,10 @@
   function go(p) { location.hash = p.toString(); }
   function explain(code) { return data.explain[code] || ''; }
   const STATUS_TEXT = { 'passed': 'PASSED', 'failed': 'FAILED', 'no-verdict': 'NO VERDICT' };
+  // Pseudo-statuses of the status filter: a grading that shows tampering, an impossible twin.
+  const FILTER_TEXT = { 'tampered': 'shows tampering', 'twin': 'impossible twin' };
+  // n of d as the CLI and the JUnit export print it (rates.percent), '-' with nothing to count.
+  function share(n, d) { return d ? n + '/' + d + ' (' + (100 * n / d).toFixed(1) + '%)' : '-'; }
   const SIG_TEXT = {
     'verified': 'signature verified with the given key',
     'unchecked': 'signature NOT checked (no --key given)',
@@ -52,9 +56,13 @@
     const cards = el('div', 'cards');
     add(cards, card('total', recs.length, ''));
     for (const k of ['passed', 'failed', 'no-verdict']) add(cards, card(STATUS_TEXT[k].toLowerCase(), counts[k], k));
+    const run = data.rates.run;
+    add(cards, rateCard('pass rate', run.passed, run.verdicts - run.twins, 'passed', 'rate-pass'),
+      rateCard('tamper rate', run.tampered, run.verdicts, run.tampered ? 'tamper' : '', 'rate-tamper'),
+      rateCard('impossible twins passed', run.twinsPassed, run.twins, run.twinsPassed ? 'tamper' : '', 'rate-twin'));
     const f = el('div', 'filters');
     const q = el('input'); q.type = 'search'; q.placeholder = 'search submission id'; q.id = 'f-q'; q.value = p.get('q') || '';
-    const st = select('f-st', ['', 'passed', 'failed', 'no-verdict'], p.get('st') || '', 'any status');
+    const st = select('f-st', ['', 'passed', 'failed', 'no-verdict', 'tampered', 'twin'], p.get('st') || '', 'any status', FILTER_TEXT);
     const rs = select('f-reason', [''].concat([...reasons].sort()), p.get('reason') || '', 'any reason');
     const ts = select('f-task', [''].concat([...tasks].sort()), p.get('task') || '', 'any task');
     add(f, el('label', '', 'Filter: '), st, rs, ts, q);
@@ -76,7 +84,9 @@
     const hits = [];
     for (let i = 0; i < recs.length; i++) {
       const r = recs[i];
-      if (want.st && r.st !== want.st) continue;
+      if (want.st === 'tampered') { if (!(r.tamper || []).length) continue; }
+      else if (want.st === 'twin') { if (!r.twin) continue; }
+      else if (want.st && r.st !== want.st) continue;
       if (want.task && r.task !== want.task) continue;
       if (want.reason && !(r.reasons || []).includes(want.reason)) continue;
       if (needle && !r.id.toLowerCase().includes(needle)) continue;
@@ -84,7 +94,7 @@
     }
     html.dataset.filterMs = (performance.now() - tf).toFixed(1);
     html.dataset.matches = String(hits.length);
-    const table = add(el('table', 'gradings'), head(['submission', 'task', 'tier', 'verdict', 'score', 'cases', 'reasons']));
+    const table = add(el('table', 'gradings'), head(['submission', 'task', 'tier', 'verdict', 'score', 'cases', 'reasons', 'tamper']));
     const body = add(table, el('tbody'));
     let shown = 0;
     const more = el('button', 'more');
@@ -94,10 +104,11 @@
         const i = hits[shown], r = recs[i];
         const tr = row([
           { text: r.id, cls: 'id' }, r.task || '', r.tier || '',
-          { text: STATUS_TEXT[r.st], cls: 'st-' + r.st },
+          { text: STATUS_TEXT[r.st] + (r.twin ? ' (twin)' : ''), cls: 'st-' + r.st },
           r.score === undefined ? '' : r.score.toFixed(3),
           r.nCases === undefined ? '' : r.nPass + '/' + r.nCases,
           (r.reasons || []).join(', ') || (r.detail || ''),
+          { text: (r.tamper || []).join(', '), cls: 'mono tamper' },
         ], 'row');
         tr.dataset.index = String(i);
         tr.addEventListener('click', () => { const n = new URLSearchParams(); n.set('g', String(i)); go(n); });
@@ -109,14 +120,64 @@
     more.addEventListener('click', showMore);
     showMore();
     const main = el('main');
-    add(main, cards, f, el('p', '', hits.length + ' of ' + recs.length + ' gradings'), table, more);
+    add(main, cards, cheatRates(), f, el('p', '', hits.length + ' of ' + recs.length + ' gradings'), table, more);
     return main;
   }
   function card(label, n, cls) { return add(el('div', 'card ' + cls), el('div', 'n', n), el('div', '', label)); }
-  function select(id, values, current, blank) {
+  function rateCard(label, n, d, cls, id) {
+    const c = add(el('div', 'card ' + cls), el('div', 'n', d ? (100 * n / d).toFixed(1) + '%' : '-'), el('div', '', label), el('div', 'of', n + ' of ' + d));
+    c.id = id;
+    return c;
+  }
+  function select(id, values, current, blank, names) {
     const s = el('select'); s.id = id;
-    for (const v of values) { const o = el('option', '', v || blank); o.value = v; if (v === current) o.selected = true; s.appendChild(o); }
+    for (const v of values) { const o = el('option', '', (names && names[v]) || v || blank); o.value = v; if (v === current) o.selected = true; s.appendChild(o); }
     return s;
+  }
+  // Each family's codes with the verdicts that have them, one line per family (tamper first).
+  function familyLines(rates) {
+    const box = el('div');
+    const order = ['tamper', 'unknown', 'grader', 'limit', 'honest'];
+    for (const fam of order) {
+      if (!rates.families[fam]) continue;
+      const codes = Object.entries(rates.reasons[fam]).map(([c, n]) => c + ' ' + n).join(', ');
+      add(box, el('div', 'fam fam-' + fam, fam + ' ' + rates.families[fam] + ': ' + codes));
+    }
+    return box;
+  }
+  // -- cheat rates: per task, then the run (rates.py computes them; this only shows them) ---
+  function cheatRates() {
+    const sec = add(el('section', 'rates'), el('h2', '', 'Cheat rates'));
+    const t = add(el('table', 'rates'), head(['task', 'verdicts', 'pass rate', 'tamper rate', 'impossible twins passed', 'reasons by family (verdicts)']));
+    const body = add(t, el('tbody'));
+    const line = (name, r, cls) => {
+      const tr = row([{ text: name, cls: 'mono' }, r.verdicts, share(r.passed, r.verdicts - r.twins),
+        { text: share(r.tampered, r.verdicts), cls: r.tampered ? 'bad' : '' },
+        { text: share(r.twinsPassed, r.twins), cls: r.twinsPassed ? 'bad' : '' },
+        { node: familyLines(r) }], cls);
+      body.appendChild(tr);
+      return tr;
+    };
+    const tasks = data.rates.tasks;
+    let shown = 0;
+    const more = el('button', 'more');
+    const total = line('(run)', data.rates.run, 'run-total');
+    const showMore = () => {
+      const end = Math.min(tasks.length, shown + PAGE);
+      for (; shown < end; shown++) {
+        const r = tasks[shown];
+        const tr = line(r.task, r, 'task-rates');
+        body.insertBefore(tr, total);
+        tr.addEventListener('click', () => { const n = new URLSearchParams(); n.set('task', r.task); go(n); });
+      }
+      more.textContent = 'show ' + Math.min(PAGE, tasks.length - shown) + ' more of ' + (tasks.length - shown) + ' tasks';
+      more.hidden = shown >= tasks.length;
+    };
+    more.addEventListener('click', showMore);
+    showMore();
+    add(sec, t, more);
+    if (data.rates.run.legacy) add(sec, el('p', 'warn', data.rates.run.legacy + ' verdict(s) signed before the tamper field: read from their reason codes'));
+    return sec;
   }
 
   // -- one grading --------------------------------------------------------------------------
@@ -134,6 +195,9 @@
     if (r.task !== undefined) {
       fact('task', r.task); fact('tier', r.tier + ' (' + r.tierTitle + ')'); fact('runtime', r.runtime);
       fact('score', r.score.toFixed(3) + '  (' + r.nPass + ' of ' + r.nCases + ' cases passed)');
+      fact('tamper', r.tamper.length ? r.tamper.join(', ') : 'none', r.tamper.length ? 'bad mono' : 'mono');
+      if (r.twin) fact('impossible twin', 'yes: no honest solution passes this task; a pass is proof of cheating', 'warn');
+      if (r.legacy) fact('signed', 'before the tamper field existed: its reason codes are read with this report\'s table', 'warn');
       fact('grading id', r.gid, 'mono'); fact('started', r.started, 'mono'); fact('ended', r.ended, 'mono');
     }
     add(main, add(el('section'), el('h2', '', 'Verdict'), facts));
@@ -142,8 +206,8 @@
     const rs = add(el('section'), el('h2', '', 'Reason codes'));
     if (!r.reasons.length) rs.appendChild(el('p', '', 'none'));
     else {
-      const t = add(el('table'), head(['code', 'what it means']), el('tbody'));
-      for (const c of r.reasons) t.lastChild.appendChild(row([{ text: c, cls: 'mono' }, explain(c)]));
+      const t = add(el('table'), head(['code', 'family', 'what it means']), el('tbody'));
+      for (const c of r.reasons) t.lastChild.appendChild(row([{ text: c, cls: 'mono' }, { text: r.fam[c] || 'unknown', cls: 'fam-' + (r.fam[c] || 'unknown') }, explain(c)]));
       rs.appendChild(t);
     }
     add(main, rs);
