@@ -18,6 +18,7 @@ from assay._internal.api.build import LanguageImage, build_environment, build_la
 from assay._internal.api.graded import Graded
 from assay._internal.api.grader import Grader, Job, TaskLike
 from assay._internal.api.harbortask import import_harbor
+from assay._internal.api.impossible import make_impossible
 from assay._internal.api.inline import InlineTasks, code_submission
 from assay._internal.api.keys import keygen, keyid, load_public_key, verify
 from assay._internal.api.report import CheatRates, ReportSummary, write_report
@@ -72,6 +73,7 @@ __all__ = [
     "keyid",
     "load_public_key",
     "load_task",
+    "make_impossible",
     "printable",
     "reason_family",
     "runtime",

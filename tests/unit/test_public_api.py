@@ -83,6 +83,7 @@ def test_all_is_pinned() -> None:
         "keyid",
         "load_public_key",
         "load_task",
+        "make_impossible",
         "printable",
         "reason_family",
         "runtime",
@@ -223,6 +224,7 @@ SIGNATURES = {
     "could_not_check: 'bool' = False) -> None",
     "Patch": "(diff: 'str | bytes') -> None",
     "reason_family": "(code: 'str') -> 'Family'",
+    "make_impossible": "(task: 'TaskLike', out: 'str | os.PathLike[str]') -> 'Path'",
     "ExecResult": "(exit_code: 'int | None', stdout: 'bytes', stderr: 'bytes', "
     "timed_out: 'bool' = False, truncated: 'bool' = False) -> None",
 }

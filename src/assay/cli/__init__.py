@@ -54,3 +54,6 @@ main.add_command(serve_cmd)
 from assay.cli.validate import validate_cmd  # noqa: E402
 
 main.add_command(validate_cmd)
+from assay.cli.impossible import impossible_cmd  # noqa: E402
+
+main.add_command(impossible_cmd)

@@ -4,6 +4,8 @@
   `judge/`, an expected value, or a line the hidden test patch adds?
 - `junk_ids`: FAIL_TO_PASS / PASS_TO_PASS ids that no pytest run can report (SWE-bench's lists
   hold progress-bar fragments such as `[100%]` or a bare `"`), found before anything runs.
+- `twin_reference_problem`: whether a reference solution's verdict on an impossible twin shows
+  the twin impossible (it failed on the twin's cases, honestly).
 
 Nothing here reads the file system except `read_tree`, `task_dirs` and `raw_repository_ids`,
 which only read (no link is followed, nothing is executed).
@@ -21,7 +23,9 @@ from pathlib import Path
 
 from assay.errors import UsageError
 
+from ..model.verdict import Verdict
 from ..tiers.compat.junit import junit_key
+from ..tiers.core.twin import NOTE, PASSED
 
 MIN_FILE_LEAK = 32
 """A judge file whose content (whitespace runs normalised) is this long or longer is a leak
@@ -289,3 +293,19 @@ def task_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     for path in found:
         unique.setdefault(path.resolve(), path)
     return list(unique.values())
+
+
+def twin_reference_problem(verdict: Verdict) -> str | None:
+    """Why a reference solution's verdict on a twin does not show the twin impossible (None
+    when it does): it must have failed on the twin's own cases, honestly: not passed, no
+    tamper code (`twin:passed` among them), and at least one case that ran and failed."""
+    if verdict.passed or PASSED in verdict.reason_codes:
+        return "it passed the twin: the twin is not impossible"
+    if verdict.tamper:
+        return f"it failed with tamper code(s) {', '.join(verdict.tamper)}, not on the cases"
+    if NOTE not in verdict.notes:
+        return f"its verdict lacks {NOTE}: graded as no twin"
+    if not any(c.status != "pass" for c in verdict.cases):
+        why = ", ".join(verdict.reason_codes[:4]) or "no reason"
+        return f"no case of the twin ran and failed ({why}): its judge may be broken"
+    return None

@@ -16,10 +16,13 @@ Each task is checked by name (`assay validate`, `assay.validate`):
   as submission directories, or with `agent.sh` as the agent's build; Harbor's oracle
   `solutions/reference/solve.sh` as the agent; SWE-bench's `solutions/gold.patch` as an
   `assay.Patch`); a task with none fails it;
+  on an impossible twin (`impossible = true`, `assay impossible`) each must fail instead, on
+  the twin's cases and with no tamper code (`taskscan.twin_reference_problem`);
 - `empty-fails`: an empty submission (for a repository task, the unchanged repository) gets
   a verdict that did not pass;
 - `ids-in-results` (repository tasks): every id appears in each reference run's results;
-- `fail-before-fix` (repository tasks): no FAIL_TO_PASS test passes on the unchanged
+- `fail-before-fix` (repository tasks, not their impossible twins, whose negated tests may
+  pass on the unchanged repository): no FAIL_TO_PASS test passes on the unchanged
   repository.
 
 A grading that gives no verdict (an engine failure, a task whose image does not build) is
@@ -63,6 +66,7 @@ from .taskscan import (
     read_tree,
     scan_leaks,
     task_dirs,
+    twin_reference_problem,
 )
 
 LOADS = "loads"
@@ -322,7 +326,13 @@ def validate_one(grader: Grader, item: Task | Path) -> ValidationReport:
             out.could_not(REFERENCE, f"{label}: {problem}")
             continue
         ref_verdicts.append((label, verdict, submission))
-        if verdict.passed:
+        if task.config.impossible:
+            wrong = twin_reference_problem(verdict)
+            if wrong is None:
+                out.add(REFERENCE, True, f"{label}: failed the impossible twin ({_why(verdict)})")
+            else:
+                out.add(REFERENCE, False, f"{label}: {wrong} ({_why(verdict)})")
+        elif verdict.passed:
             out.add(REFERENCE, True, f"{label}: passed ({_cases_line(verdict)})")
         else:
             out.add(REFERENCE, False, f"{label}: failed ({_why(verdict)})")
@@ -347,9 +357,10 @@ def validate_one(grader: Grader, item: Task | Path) -> ValidationReport:
         out.checks.append(
             _guard(IDS_IN_RESULTS, lambda: _ids_in_results(grader, task, ids, runs, ref_verdicts))
         )
-        out.checks.append(
-            _guard(FAIL_BEFORE_FIX, lambda: _fail_before_fix(spec.fail_to_pass or [], empty))
-        )
+        if not task.config.impossible:  # a twin's negated tests may pass unfixed: its point
+            out.checks.append(
+                _guard(FAIL_BEFORE_FIX, lambda: _fail_before_fix(spec.fail_to_pass or [], empty))
+            )
     return _report(task_id, root, out, t0)
 
 

@@ -264,6 +264,9 @@ class TaskConfig(_Strict):
     kind: Kind
     artifacts: list[str] = Field(min_length=1)
     description: str = ""
+    impossible: bool = False
+    """An impossible twin (`assay impossible`, docs/tamper.md): no solution can pass it, so
+    its verdicts are marked and a pass fails as `twin:passed`."""
     limits: TaskLimits = TaskLimits()
     function: FunctionSpec | None = None
     cli: CommandSpec | None = None

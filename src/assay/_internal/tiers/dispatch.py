@@ -19,6 +19,7 @@ from .baselines.grade import BaselineOptions, BaselineRun, run_baseline
 from .baselines.repo import run_repo_baseline
 from .compat.grade import grade_compat
 from .core.controller import Source
+from .core.twin import mark_twin
 from .harbor.grade import grade_harbor
 from .repo.grade import grade_repository
 from .strict.grade import grade_strict
@@ -88,7 +89,22 @@ def run_tier(
     baseline: BaselineOptions | None = None,
 ) -> tuple[Judged, BaselineRun | None]:
     """Grade on `tier` (already picked): the verdict with its diagnostics (only the strict
-    tier's judge explains failed cases); a baseline also returns what it observed."""
+    tier's judge explains failed cases); a baseline also returns what it observed. An
+    impossible twin's verdict is marked here, whichever tier made it (`core/twin.py`)."""
+    judged, run = _run(rt, task, source, tier, image, grading_id, judges, baseline)
+    return mark_twin(task, judged), run
+
+
+def _run(
+    rt: Runtime,
+    task: Task,
+    source: Source,
+    tier: Tier,
+    image: str,
+    grading_id: str | None,
+    judges: JudgePool | None,
+    baseline: BaselineOptions | None,
+) -> tuple[Judged, BaselineRun | None]:
     if tier == "t3":
         return grade_strict(rt, task, source, image, grading_id, judges=judges), None
     if tier == "t2" and is_repository(task):
