@@ -277,7 +277,7 @@ def test_the_changed_pytest_tests_fail_for_a_right_and_a_wrong_solution(tmp_path
 def test_only_the_first_top_level_assert_of_each_test_changes() -> None:
     source = (
         "import pytest\n\n"
-        "def helper():\n    assert 1\n\n"
+        "def helper():\n    assert 1\n\x0c\n"
         "def test_a():\n    x = 1\n    for i in []:\n        assert i\n    assert (\n"
         "        x == 1\n    ), 'msg'\n    assert x\n\n"
         "class TestB:\n    def test_c(self):\n        assert 'é' == 'é'\n\n"

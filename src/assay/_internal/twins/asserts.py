@@ -44,8 +44,8 @@ def contradict_module(source: str, rel: str) -> tuple[str, list[str]]:
             first = next((s for s in fn.body if isinstance(s, ast.Assert)), None)  # type: ignore[attr-defined]
             if first is not None:
                 targets.append((name, first))
-    lines = source.splitlines(keepends=True)
-    data = [line.encode("utf-8") for line in lines]
+    # Lines as the parser counts them: str.splitlines would also cut at a form feed.
+    data = _lines(source.encode("utf-8"))
     # Last first, so an edit never moves the offsets of one still to come.
     for _, node in sorted(
         targets, key=lambda t: (t[1].test.lineno, t[1].test.col_offset), reverse=True
@@ -98,7 +98,7 @@ def contradict_patch(patch: bytes) -> tuple[bytes, list[str]]:
     cls: tuple[int, str] | None = None
     done: set[str] = set()
     header = re.compile(rb"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
-    for raw in patch.splitlines(keepends=True):
+    for raw in _lines(patch):
         if old <= 0 and new <= 0:
             if raw.startswith(b"+++ "):
                 name = raw[4:].rstrip(b"\r\n").decode("utf-8", "replace").split("\t")[0]
@@ -154,3 +154,10 @@ def contradict_patch(patch: bytes) -> tuple[bytes, list[str]]:
             continue
         out.append(raw)
     return b"".join(out), changed
+
+
+def _lines(data: bytes) -> list[bytes]:
+    """`data` cut after each \\n, every piece keeping its end (a lone \\r is no line end here,
+    as it is none in a diff `git apply` reads)."""
+    pieces = data.split(b"\n")
+    return [p + b"\n" for p in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
