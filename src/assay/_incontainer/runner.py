@@ -462,6 +462,9 @@ def main() -> None:
     # Opt-in, for a caller that reads a program's stderr too (the sandbox's one run): each
     # stdio case's result then carries "stderr_b64". A grading never passes it.
     ap.add_argument("--keep-stderr", action="store_true")
+    # Variables every case's process gets on top of case_env(): the grading's decoy answer
+    # keys (docs/tamper.md), bait only, never a value the case needs.
+    ap.add_argument("--env-json")
     a = ap.parse_args()
     if b"init" not in open("/proc/1/cmdline", "rb").read():
         # kill_all() kills every process it may: only sane inside a container's own
@@ -482,6 +485,9 @@ def main() -> None:
     # Loaded before any candidate code runs, so every forked case starts from trusted state.
     call = load_sibling("call") if a.kind == "function" and a.spawn == "fork" else None
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    env = case_env()
+    extra = json.loads(a.env_json) if a.env_json else {}
+    env.update({k: v for k, v in extra.items() if isinstance(v, str) and k not in env})
     with open(a.cases, "rb") as fh:
         cases = json.loads(fh.read(MAX_CASES_BYTES + 1)[:MAX_CASES_BYTES])
     results: list[dict[str, object]] = []
@@ -525,7 +531,7 @@ def main() -> None:
             become = cpu_capped(become, a.cpu_seconds)
         cpu_before = reaped_cpu()
         status, code, outs, limit, secs, alone = run_one(
-            argv, stdin, cwd, a.case_timeout, a.output_cap, result_pipe, case_env(),
+            argv, stdin, cwd, a.case_timeout, a.output_cap, result_pipe, env,
             (call, a.entry) if call is not None else None, become, confine.CANDIDATE_UID,
         )  # fmt: skip
         if a.cpu_seconds is not None and over_cpu(code, reaped_cpu() - cpu_before, a.cpu_seconds):

@@ -191,6 +191,19 @@ RESERVED_ROOTS = ("/task", "/agent", "/proc", "/sys", "/dev")
 """assay's own mount points and the kernel's: never a harbor task's workdir."""
 
 
+DECOY_PREFIX = "assay-decoy-"
+"""What every decoy marker starts with (tiers/core/decoys.py). A strict task's judge/ may not
+hold it: the markers are fresh per grading, so no expected value can equal one, and a task
+that spells the prefix out is refused at load rather than trusted to (docs/tamper.md)."""
+
+
+class DecoySpec(_Strict):
+    """`[decoys]`: answer keys planted as bait for the strict tier's candidate (docs/tamper.md).
+    On by default; `enabled = false` turns them off for this task."""
+
+    enabled: bool = True
+
+
 class HarborSpec(_Strict):
     """`[harbor]`: what a task imported from Harbor needs beyond the common keys
     (docs/tasks.md, "Harbor tasks"). Its test script is judge/tests/test.sh."""
@@ -276,6 +289,7 @@ class TaskConfig(_Strict):
     pytest: PytestSpec | None = None
     harbor: HarborSpec | None = None
     environment: EnvironmentSpec | None = None
+    decoys: DecoySpec = DecoySpec()
 
     @property
     def has_program_checker(self) -> bool:
@@ -448,6 +462,8 @@ def load_task(path: Path | str) -> Task:
         raise TaskError(str(toml_path), f"a harbor task needs judge/{HARBOR_TEST}")
     if config.judge is not None and config.judge.cases is not None:
         check_case_file(root / "judge" / config.judge.cases, config)
+    if config.kind in STRICT_KINDS and config.decoys.enabled:
+        check_no_decoy_prefix(root / "judge")
     return Task(root, config, tree_digest(root))
 
 
@@ -477,6 +493,37 @@ def check_case_file(path: Path, config: TaskConfig) -> None:
         raise TaskError(str(path), str(exc)) from None
     except OSError as exc:
         raise TaskError(str(path), f"cannot read: {exc.strerror}") from None
+
+
+def check_no_decoy_prefix(judge: Path) -> None:
+    """Refuse a judge/ that holds `DECOY_PREFIX` anywhere (names or bytes, through links as
+    tree_digest reads them): an expected value that looks like a decoy must be a task error,
+    never a false alarm. Raises `TaskError` naming the file."""
+    needle = DECOY_PREFIX.encode()
+    for dirpath, dirnames, filenames in os.walk(judge, onerror=_unreadable):
+        for name in sorted(filenames) + sorted(dirnames):
+            path = Path(dirpath) / name
+            if needle in name.encode("utf-8", "surrogateescape"):
+                raise TaskError(str(path), f"the name holds the decoy prefix {DECOY_PREFIX!r}")
+            if name in filenames and path.is_file() and _holds(path, needle):
+                raise TaskError(
+                    str(path), f"holds the decoy prefix {DECOY_PREFIX!r}: an expected value "
+                    "may not look like a decoy answer key (or set [decoys] enabled = false)",
+                )  # fmt: skip
+
+
+def _holds(path: Path, needle: bytes, chunk: int = 1 << 20) -> bool:
+    """Whether the file holds `needle`, read in chunks that overlap by less than it."""
+    tail = b""
+    try:
+        with path.open("rb") as fh:
+            while block := fh.read(chunk):
+                if needle in tail + block:
+                    return True
+                tail = block[-(len(needle) - 1) :]
+    except OSError as exc:
+        _unreadable(exc)
+    return False
 
 
 def case_file_inputs(path: Path, config: TaskConfig) -> bytes:

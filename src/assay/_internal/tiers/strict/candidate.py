@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ...model.task import Task
@@ -19,6 +19,7 @@ from ...runtime import Bind, ContainerSpec, ExecResult, Limits, Runtime, Runtime
 from ...runtime.base import ceilings_hit, stopped_ceilings
 from ...runtime.scope import GradingScope
 from ..core.paths import INCONTAINER
+from .decoyfiles import TESTS
 
 SPAWN = "fork"
 """How the runner starts a function case (runner.py): "fork" from itself (default) or "exec" a
@@ -61,12 +62,23 @@ def candidate_container(
 
 
 def candidate_spec(
-    task: Task, image: str, gid: str, files: Path, inputs: Path, runner: Sequence[str]
+    task: Task,
+    image: str,
+    gid: str,
+    files: Path,
+    inputs: Path,
+    runner: Sequence[str],
+    decoys: Path | None = None,
 ) -> ContainerSpec:
+    """A grading's candidate container; `decoys`: the directory of decoy answer keys, bound
+    read-only at `decoyfiles.TESTS`."""
     lim = task.config.limits
     scratch = (Scratch("/output", lim.artifact_bytes),) if task.config.kind == "transform" else ()
     limits = Limits(memory_bytes=lim.memory_mb * 2**20, pids=lim.pids, cpus=lim.cpus)
-    return candidate_container(image, gid, files, inputs, limits, runner, scratch)
+    spec = candidate_container(image, gid, files, inputs, limits, runner, scratch)
+    if decoys is None:
+        return spec
+    return replace(spec, binds=(*spec.binds, Bind(decoys, TESTS)))
 
 
 def runner_command(
@@ -79,10 +91,12 @@ def runner_command(
     command: Sequence[str] | None = None,
     cpu_seconds: float | None = None,
     keep_stderr: bool = False,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[str, ...]:
     """The runner's argv. `entry`: a function case's `module:function`; `command`: what a cli,
     transform or stdio case runs; `cpu_seconds`: RLIMIT_CPU of each case's process;
-    `keep_stderr`: report a stdio program's stderr too (`runner_report.STDERR_FIELD`)."""
+    `keep_stderr`: report a stdio program's stderr too (`runner_report.STDERR_FIELD`); `env`:
+    variables every case's process gets besides the runner's own few (decoys)."""
     argv = [
         "python3", "-I", "/assay/runner.py", "--kind", kind,
         "--case-timeout", str(case_timeout), "--output-cap", str(output_cap),
@@ -95,13 +109,19 @@ def runner_command(
         argv += ["--cpu-seconds", repr(cpu_seconds)]
     if keep_stderr:
         argv.append("--keep-stderr")
+    if env:
+        argv += ["--env-json", json.dumps(dict(env), sort_keys=True)]
     return tuple(argv)
 
 
 def runner_argv(
-    task: Task, spawn: str | None = None, command: tuple[str, ...] | None = None
+    task: Task,
+    spawn: str | None = None,
+    command: tuple[str, ...] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[str, ...]:
-    """A grading's runner argv. `command`: a `stdio` program's run argv (its language's)."""
+    """A grading's runner argv. `command`: a `stdio` program's run argv (its language's);
+    `env`: the decoy variables of every case's process."""
     c, lim = task.config, task.config.limits
     spec = c.cli or c.transform
     if c.stdio is not None:
@@ -111,6 +131,7 @@ def runner_argv(
         entry=c.function.entry if c.function is not None else None,
         command=spec.command if spec is not None else (command if c.stdio is not None else None),
         cpu_seconds=(lim.cpu_seconds or lim.case_timeout) if c.stdio is not None else None,
+        env=env,
     )  # fmt: skip
 
 

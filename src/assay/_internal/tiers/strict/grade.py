@@ -24,9 +24,11 @@ from ...model.strict_json import StrictJSONError, loads_strict
 from ...model.task import Task
 from ...runtime import ExecResult, GradingScope, Runtime, RuntimeError_
 from ...runtime.scope import new_grading_id
+from ..core import decoys
 from ..core.controller import Grading, Source
 from ..core.intake import PAGE_BYTES, Crossing, Refused, through_firewall, tmpfs_bytes
 from ..core.overlap import Background
+from . import decoyfiles
 from .candidate import (
     STOPPED_PROBE_S,
     candidate_spec,
@@ -170,6 +172,14 @@ def grade_strict(
         inputs = scope.tempdir("inputs")
         inputs.chmod(0o755)
         seed = str(secrets.randbits(128))
+        # Decoy answer keys (docs/tamper.md): a marker of this grading's alone, bait the
+        # candidate finds where naive harnesses keep their answers; its output is scanned here.
+        marker = decoys.new_marker() if task.config.decoys.enabled else None
+        bait = None
+        if marker is not None:  # in the inputs' directory: a temp dir of its own costs more
+            bait = inputs / "tests"
+            bait.mkdir()
+        caught: list[str] = []  # `decoy:output`, once the run's output is in
 
         # A fixed cases file's inputs are made by the controller: the judge then runs no
         # prepare (fixedcases.py); a generator runs in the judge with this grading's seed.
@@ -222,9 +232,10 @@ def grade_strict(
                         files = None
             if files is not None:
                 command = program.language.run if isinstance(program, Program) else None
-                runner = runner_argv(task, command=command)
+                env = decoys.environment(marker) if marker is not None else None
+                runner = runner_argv(task, command=command, env=env)
                 with g.timed("candidate_start"):
-                    spec = candidate_spec(task, cand_image, g.gid, files, inputs, runner)
+                    spec = candidate_spec(task, cand_image, g.gid, files, inputs, runner, bait)
                     cand = scope.container(spec, start=False)
         judge, prep, own = judge_job.result()
         if prep is not None and prep.exit_code != 0:
@@ -256,6 +267,9 @@ def grade_strict(
             )
             return Judged(failed, Diagnostics(grading_id=g.gid, cases=[explained]))
         assert cand is not None
+        if marker is not None and bait is not None:
+            given = [c for c in cases if isinstance(c, dict)] if isinstance(cases, list) else []
+            decoyfiles.plant(bait, files, decoys.layout(marker, task.config.kind, given))
 
         with g.timed("candidate"):
             ran = run_candidate(
@@ -270,10 +284,13 @@ def grade_strict(
             reasons.extend(f"limit:{c}" for c in reversed(ran.hit))
             if ran.late_memory:
                 reasons.append("limit:memory")
+            if marker is not None and decoys.in_report(marker, run.stdout):
+                caught.append("decoy:output")
+            reasons.extend(caught)
             if task.config.kind == "transform" and not (run.timed_out or run.truncated):
                 outputs = transform_outputs(scope, run.stdout, cases, lim.artifact_bytes)
                 if isinstance(outputs, Refused):
-                    return Judged(g.fail(outputs.reason))
+                    return Judged(g.fail(outputs.reason, caught))
                 rt.put_archive(judge, "/exchange", outputs)
 
         # The candidate's removal overlaps the comparison; it is joined (and its failure
@@ -303,7 +320,7 @@ def grade_strict(
                 # candidate bytes cannot stop it, so this is no verdict rather than a fail.
                 raise RuntimeError_("the judge's container stopped during compare")
             # A judge that ran and failed may have choked on the candidate's bytes: fail safe.
-            return Judged(g.fail("judge:compare-failed"))
+            return Judged(g.fail("judge:compare-failed", caught))
         judged = verdict_from_judge(g.facts(), cmp.stdout, n_cases, reasons)
         if judges is not None and INVALID_OUTPUT not in judged.verdict.reason_codes:
             judges.release(g.gid)  # only a judge that behaved to the end serves again
