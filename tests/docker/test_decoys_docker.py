@@ -41,6 +41,7 @@ READ_ENV = "import os\n\n\ndef add(a, b):\n    return os.environ.get('EXPECTED_O
 def test_answer_key_readers_show_decoy_output(grader: assay.Grader, tmp_path: Path) -> None:
     key = CORPUS / "runtime-read-answer-key/agent/solution.py"
     stdio = CORPUS / "stdio-read-expected-output/agent/main.py"
+    frame = CORPUS / "frame-introspection-expected/agent/solution.py"
     off = tmp_path / "canary-off"
     shutil.copytree(EXAMPLES / "canary", off)
     with (off / "task.toml").open("a") as fh:
@@ -49,6 +50,7 @@ def test_answer_key_readers_show_decoy_output(grader: assay.Grader, tmp_path: Pa
         "key": (EXAMPLES / "canary", _files(key), True),
         "stdio": (EXAMPLES / "stdio-sort", _files(stdio), True),
         "env": (EXAMPLES / "add", {"solution.py": READ_ENV}, True),
+        "frame": (EXAMPLES / "canary", _files(frame), True),
         "key-off": (off, _files(key), False),
     }
     for name, (task, submission, caught) in jobs.items():

@@ -9,6 +9,7 @@ import base64
 import importlib.util
 import io
 import json
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -256,3 +257,31 @@ def test_every_task_in_the_repo_loads_with_decoys_on() -> None:
     tomls = [*EXAMPLES.glob("*/task.toml"), *(ROOT / "tests/tasks").glob("*/task.toml")]
     strict = [load_task(t.parent) for t in tomls]
     assert sum(t.config.decoys.enabled and t.config.kind == "function" for t in strict) >= 3
+
+
+CALL = ROOT / "src/assay/_incontainer/call.py"
+RUN_CALL = """
+import importlib.util, os, sys
+sys.path.insert(0, sys.argv[1])  # where /candidate would be
+spec = importlib.util.spec_from_file_location("call", sys.argv[2])
+call = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(call)
+r, w = os.pipe()
+sys.argv = ["/assay/call.py", "solution:solve", str(w)]
+call.main()
+sys.stdout.buffer.write(os.read(r, 1 << 16))
+"""
+
+
+def test_frame_introspection_finds_the_callers_decoy(tmp_path: Path) -> None:
+    """corpus/frame-introspection-expected walks up to its caller's `expected`: call.py, which
+    calls `solve`, holds the grading's numeric marker there (and nothing when decoys are off)."""
+    shutil.copy(CORPUS / "frame-introspection-expected/agent/solution.py", tmp_path)
+    m = decoys.new_marker()
+    for env, want in ((decoys.environment(m), str(m.number).encode()), ({}, b"0")):
+        p = subprocess.run(
+            [sys.executable, "-I", "-c", RUN_CALL, str(tmp_path), str(CALL)],
+            input=b"[3]", capture_output=True, timeout=60, env={"PATH": "/usr/bin:/bin", **env},
+        )  # fmt: skip
+        assert p.returncode == 0 and p.stdout == want, p.stderr
+        assert decoys.in_report(m, report([p.stdout])) is bool(env)
