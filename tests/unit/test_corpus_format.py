@@ -17,7 +17,7 @@ TAXONOMY = ROOT / "TAXONOMY.md"
 EXAMPLES = ROOT / "examples"
 
 REQUIRED = {"id", "title", "class", "source", "task", "t0", "t1"}
-OPTIONAL = {"aims", "aims_why", "notes", "t2", "t3", "harbor"}
+OPTIONAL = {"aims", "aims_why", "notes", "t2", "t3", "harbor", "tamper"}
 # Besides T0 and T1: T2 and T3 for a function or pytest task with a strict twin, T2 alone for a
 # pytest task with none (an imported SWE-bench instance), harbor for a Harbor task.
 TASK_TIERS = ({"t2", "t3"}, {"t2"}, {"harbor"})
