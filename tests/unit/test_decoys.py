@@ -1,4 +1,4 @@
-"""Decoy answer keys (tiers/core/decoys.py, strict/decoyfiles.py, task.py's `[decoys]`): the
+"""Decoy answer keys (tiers/core/decoys.py, core/decoyfiles.py, task.py's `[decoys]`): the
 corpus's own answer-key readers, run against the layout the strict tier plants, return the
 marker, and the scan of a runner report finds it; honest outputs never hold it; a task whose
 judge/ spells the prefix out is refused at load."""
@@ -20,8 +20,7 @@ import pytest
 
 from assay._incontainer import values
 from assay._internal.model.task import DECOY_PREFIX, load_task
-from assay._internal.tiers.core import decoys
-from assay._internal.tiers.strict import decoyfiles
+from assay._internal.tiers.core import decoyfiles, decoys
 from assay._internal.tiers.strict.candidate import runner_argv
 from assay.errors import TaskError
 
@@ -285,3 +284,31 @@ def test_frame_introspection_finds_the_callers_decoy(tmp_path: Path) -> None:
         )  # fmt: skip
         assert p.returncode == 0 and p.stdout == want, p.stderr
         assert decoys.in_report(m, report([p.stdout])) is bool(env)
+
+
+# -- the agent phase ---------------------------------------------------------------------------
+
+
+def test_a_strict_agent_gets_bait_and_its_submission_is_searched(tmp_path: Path) -> None:
+    from assay._internal.tiers.core.intake import agent_spec
+
+    task = load_task(_task(tmp_path))
+    m = decoys.new_marker()
+    root = tmp_path / "bait"
+    root.mkdir()
+    decoyfiles.plant(root, None, decoyfiles.agent_files(m))
+    assert [p.name for p in root.iterdir()] == ["expected_output"], "no case id or input"
+    scope: Any = type("Scope", (), {"grading_id": "g"})()
+    spec = agent_spec(task, scope, "img", None, bait=(root, decoys.environment(m)))
+    assert (root, decoyfiles.TESTS) in [(b.source, b.target) for b in spec.binds]
+    assert spec.env["ANSWER_KEY"] == m.text
+    assert agent_spec(task, scope, "img", None).env == {}
+    sub = tmp_path / "sub"
+    (sub / "pkg").mkdir(parents=True)
+    (sub / "solution.py").write_text("def solve(x):\n    return x\n")
+    assert not decoyfiles.submission_holds(sub, m)
+    (sub / "pkg" / "big.bin").write_bytes(b"\0" * (decoyfiles.SCAN_CHUNK - 7) + m.text.encode())
+    assert decoyfiles.submission_holds(sub, m), "across a read's end"
+    (sub / "pkg" / "big.bin").unlink()
+    (sub / "pkg" / f"{m.number}.txt").write_text("")
+    assert decoyfiles.submission_holds(sub, m), "in a name"

@@ -6,7 +6,7 @@ that hold it the way naive harnesses lay out theirs, and scans the candidate's o
 An honest program never opens them, so the marker in its output is tampering (`decoy:output`),
 decided here, never by the candidate. The real expected values never enter the candidate's
 container (the strict tier's design): decoys only add bait. Pure: no I/O (the strict tier
-writes the files, `strict/decoyfiles.py`).
+writes the files, `decoyfiles.py`).
 
 False alarms: the text marker is 128 random bits; the numeric one (for answer keys a solver
 would only take an int from) 61, printed as 19 decimal digits. An honest output of L bytes

@@ -11,8 +11,8 @@ import shutil
 import tempfile
 import threading
 import weakref
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, cast
 
@@ -22,7 +22,7 @@ from ...firewall.check import Accepted, FirewallLimits, ManifestEntry, Rejected,
 from ...firewall.dirstream import DirStream
 from ...firewall.materialise import materialise
 from ...firewall.tarnames import Globs
-from ...model.task import Task
+from ...model.task import STRICT_KINDS, Task
 from ...runtime import (
     ArchiveTooLarge,
     Bind,
@@ -33,6 +33,7 @@ from ...runtime import (
     Scratch,
 )
 from ...runtime.base import ceilings_hit, stopped_ceilings
+from . import decoyfiles, decoys
 from .seed import seed_workdir
 
 
@@ -74,6 +75,9 @@ class Submission:
     normalised: NormalisedArchive = field(repr=False, compare=False)
     files: Path
     """Materialised from the normalised archive; world-readable, safe to bind read-only."""
+    decoy_seen: bool = False
+    """Taken from an agent whose container held decoy answer keys, and holding their marker:
+    the strict tier fails it with `decoy:output` (docs/tamper.md)."""
 
     @property
     def archive(self) -> Path:
@@ -227,12 +231,21 @@ def submission_crossing(task: Task, same_links: frozenset[tuple[str, str]]) -> C
 
 
 def agent_spec(
-    task: Task, scope: GradingScope, image: str, agent_dir: Path | None, hardened: bool = True
+    task: Task,
+    scope: GradingScope,
+    image: str,
+    agent_dir: Path | None,
+    hardened: bool = True,
+    bait: tuple[Path, Mapping[str, str]] | None = None,
 ) -> ContainerSpec:
+    """The agent's container; `bait`: a directory of decoy answer keys (bound read-only at
+    `decoyfiles.TESTS`) and the decoy variables of its environment."""
     lim = task.config.limits
     binds = [Bind(task.inputs_dir, "/task")]
     if agent_dir is not None:
         binds.append(Bind(agent_dir.resolve(), "/agent"))
+    if bait is not None:
+        binds.append(Bind(bait[0], decoyfiles.TESTS))
     return ContainerSpec(
         image=image,
         grading_id=scope.grading_id,
@@ -244,6 +257,7 @@ def agent_spec(
         ),
         workdir=task.workdir,
         hardened=hardened,
+        env=dict(bait[1]) if bait is not None else {},
     )
 
 
@@ -277,6 +291,7 @@ def run_agent(
     if res.exited:
         # The whole sandbox stopped under the agent (runsc does at its memory limit): there is
         # nothing to freeze or read, and only a limit the agent hit can be blamed on it.
+        _take_marker(cid)
         hit = stopped_ceilings(rt, cid)
         scope.discard(cid)
         if "memory" not in hit:
@@ -285,9 +300,30 @@ def run_agent(
     return collect_agent(scope, task, cid, res.timed_out, same_links=same_links), run
 
 
+_AGENT_MARKERS: dict[str, decoys.Marker] = {}
+"""The decoy marker of each agent container started and not yet collected, by container."""
+_MARKERS_LOCK = threading.Lock()
+
+
+def _take_marker(cid: str) -> decoys.Marker | None:
+    with _MARKERS_LOCK:
+        return _AGENT_MARKERS.pop(cid, None)
+
+
 def start_agent(scope: GradingScope, task: Task, image: str, agent_dir: Path | None) -> str:
-    """The agent container, started (the CLI's agent phase and a host-driven session both)."""
-    cid = scope.container(agent_spec(task, scope, image, agent_dir))
+    """The agent container, started (the CLI's agent phase and a host-driven session both).
+    A strict task's agent gets decoy answer keys (docs/tamper.md), looked for in what
+    `collect_agent` takes from it."""
+    marker, bait = None, None
+    if task.config.kind in STRICT_KINDS and task.config.decoys.enabled:
+        marker = decoys.new_marker()
+        root = scope.tempdir("agent-decoys")
+        decoyfiles.plant(root, None, decoyfiles.agent_files(marker))
+        bait = (root, decoys.environment(marker))
+    cid = scope.container(agent_spec(task, scope, image, agent_dir, bait=bait))
+    if marker is not None:
+        with _MARKERS_LOCK:
+            _AGENT_MARKERS[cid] = marker
     if task.environment is not None:
         seed_workdir(scope, task, image, cid)
     return cid
@@ -306,6 +342,7 @@ def collect_agent(
     `stopped_is_error`: a container that already stopped at no ceiling is an infrastructure
     error (a host-driven session whose container was killed), never a verdict."""
     rt = scope.runtime
+    marker = _take_marker(cid)
     try:
         rt.pause(cid)
     except RuntimeError_:
@@ -344,4 +381,8 @@ def collect_agent(
             firewall_limits(task), task.config.artifacts, _archive_top(task), "agent",
             same_links=same_links,
         )  # fmt: skip
-        return through_firewall(scope, spooled, how)
+        taken = through_firewall(scope, spooled, how)
+    if isinstance(taken, Submission) and marker is not None:
+        if decoyfiles.submission_holds(taken.files, marker):
+            return replace(taken, decoy_seen=True)
+    return taken

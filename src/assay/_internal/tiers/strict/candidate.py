@@ -18,8 +18,8 @@ from ...model.task import Task
 from ...runtime import Bind, ContainerSpec, ExecResult, Limits, Runtime, RuntimeError_, Scratch
 from ...runtime.base import ceilings_hit, stopped_ceilings
 from ...runtime.scope import GradingScope
+from ..core.decoyfiles import TESTS
 from ..core.paths import INCONTAINER
-from .decoyfiles import TESTS
 
 SPAWN = "fork"
 """How the runner starts a function case (runner.py): "fork" from itself (default) or "exec" a

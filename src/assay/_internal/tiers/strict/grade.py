@@ -24,11 +24,10 @@ from ...model.strict_json import StrictJSONError, loads_strict
 from ...model.task import Task
 from ...runtime import ExecResult, GradingScope, Runtime, RuntimeError_
 from ...runtime.scope import new_grading_id
-from ..core import decoys
+from ..core import decoyfiles, decoys
 from ..core.controller import Grading, Source
 from ..core.intake import PAGE_BYTES, Crossing, Refused, through_firewall, tmpfs_bytes
 from ..core.overlap import Background
-from . import decoyfiles
 from .candidate import (
     STOPPED_PROBE_S,
     candidate_spec,
@@ -179,7 +178,7 @@ def grade_strict(
         if marker is not None:  # in the inputs' directory: a temp dir of its own costs more
             bait = inputs / "tests"
             bait.mkdir()
-        caught: list[str] = []  # `decoy:output`, once the run's output is in
+        caught: list[str] = []  # `decoy:output`: in the agent's submission or the run's output
 
         # A fixed cases file's inputs are made by the controller: the judge then runs no
         # prepare (fixedcases.py); a generator runs in the judge with this grading's seed.
@@ -223,6 +222,8 @@ def grade_strict(
             files, cand_image = None, g.task_image
             if not isinstance(taken, Refused):
                 files = taken.files
+                if taken.decoy_seen:  # the agent's decoy, in what it submitted
+                    caught.append("decoy:output")
                 if task.config.stdio is not None:
                     with g.timed("compile"):
                         program = build_program(scope, task, taken, g.image)
@@ -256,7 +257,7 @@ def grade_strict(
         if isinstance(taken, Refused):
             return Judged(g.fail(taken.reason))
         if isinstance(program, NotBuilt):
-            failed = g.fail(program.reason)
+            failed = g.fail(program.reason, caught)
             if not program.detail or task.config.judge is None:
                 return Judged(failed)
             if task.config.judge.diagnostics == "none":
@@ -284,7 +285,7 @@ def grade_strict(
             reasons.extend(f"limit:{c}" for c in reversed(ran.hit))
             if ran.late_memory:
                 reasons.append("limit:memory")
-            if marker is not None and decoys.in_report(marker, run.stdout):
+            if marker is not None and not caught and decoys.in_report(marker, run.stdout):
                 caught.append("decoy:output")
             reasons.extend(caught)
             if task.config.kind == "transform" and not (run.timed_out or run.truncated):
