@@ -30,8 +30,7 @@ def plant(root: Path, files: Path | None, layout: Mapping[str, bytes]) -> None:
     Raises OSError when `root` cannot be written (the grading's own temporary directory)."""
     root.chmod(0o755)
     for name, data in layout.items():
-        (root / name).write_bytes(data)
-        (root / name).chmod(0o644)
+        _write(root / name, data)
     if files is None or os.path.lexists(files / BESIDE):
         return  # the submission's own tests/ stays as it is: bait must not change what runs
     beside = files / BESIDE
@@ -49,6 +48,18 @@ def plant(root: Path, files: Path | None, layout: Mapping[str, bytes]) -> None:
                 (beside / name).chmod(0o644)
     except OSError:
         shutil.rmtree(beside, ignore_errors=True)  # made here, above: nothing of the submission
+
+
+def _write(path: Path, data: bytes) -> None:
+    """A new file readable by every uid, whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        os.fchmod(fd, 0o644)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def agent_files(marker: Marker) -> dict[str, bytes]:
