@@ -108,6 +108,8 @@ def layout(marker: Marker, kind: str, cases: Sequence[Mapping[str, Any]]) -> dic
             by_input[key] = marker.number
         stdin = given.get("stdin") if isinstance(given, dict) else None
         if kind in ("stdio", "cli") and isinstance(stdin, str) and n <= MAX_PAIR_CASES:
+            if used + len(stdin) > MAX_LAYOUT_BYTES:  # no fewer bytes than characters
+                continue
             raw = stdin.encode("utf-8", "surrogatepass")
             used += len(raw)
             if used > MAX_LAYOUT_BYTES:
