@@ -203,7 +203,7 @@ def test_markdown_is_deterministic_and_counts_per_tier_and_class() -> None:
     names = class_names([ROOT / "corpus"])
     md = render_markdown(rows, attacks, ["t0", "t1", "t2", "t3"], names)
     assert md == render_markdown(list(reversed(rows)), attacks, ["t0", "t1", "t2", "t3"], names)
-    assert "| T0 naive | 2 | 0 |" in md and "| T3 strict | 0 | 2 |" in md
+    assert "| T0 naive | 2 | 0 | n/a | 0 |" in md and "| T3 strict | 0 | 2 | 0 | 0 |" in md
     assert f"| V1 {names['V1']} | 2 | 2 | 2 | 0 | 0 |" in md
     assert "None: every outcome was the expected one." in md
 
@@ -215,8 +215,51 @@ def test_a_tier_the_attack_does_not_name_is_na_and_counted_so() -> None:
     rows.append(Row("attack", "r", "V1", "t2", "blocked", "blocked", "policy:conftest", "policy"))
     md = render_markdown(rows, [only_t2], ["t0", "t1", "t2", "t3"], {})
     assert "| `r` | V1 | exploit | exploit | blocked | n/a | policy |  |" in md
-    assert "| T3 strict | 0 | 0 | 1 |" in md
+    assert "| T3 strict | 0 | 0 | 0 | 1 |" in md
     assert "None: every outcome was the expected one." in md
+
+
+def _flagged(aid: str, tier: str, tamper: tuple[str, ...], kind: str = "attack") -> Row:
+    expected = "blocked" if kind == "attack" else "fail"
+    return Row(kind, aid, "V1", tier, expected, expected, "r", "x", tamper)  # type: ignore[arg-type]
+
+
+def test_a_tamper_signal_other_than_the_attack_says_is_a_problem_on_assays_tiers_only() -> None:
+    attack = Attack("a", "t", "V1", "s", "canary",
+                    {"t0": "exploit", "t1": "exploit", "t2": "blocked", "t3": "blocked"},
+                    Path("."), flagged_on=frozenset({"t2"}))  # fmt: skip
+    rows = [_row("a", "t0", "exploit", "exploit"), _row("a", "t1", "exploit", "exploit")]
+    as_said = [*rows, _flagged("a", "t2", ("policy:conftest",)), _flagged("a", "t3", ())]
+    assert problems(as_said, [attack], ["t0", "t1", "t2", "t3"]) == []
+    swapped = [*rows, _flagged("a", "t2", ()), _flagged("a", "t3", ("decoy:output",))]
+    assert sorted(problems(swapped, [attack], ["t0", "t1", "t2", "t3"])) == [
+        "attack a on t2: expected a tamper signal, observed none (r)",
+        "attack a on t3: expected no tamper signal, observed decoy:output (r)",
+    ]
+    md = render_markdown(as_said, [attack], ["t0", "t1", "t2", "t3"], {})
+    assert "| `a` | V1 | exploit | exploit | blocked | blocked | x (tamper) | x |" in md
+    assert "| T2 compat | 0 | 1 | 1 | 0 |" in md
+
+
+def test_an_honest_control_flagged_as_tampering_is_a_problem_but_not_on_a_baseline() -> None:
+    rows = [_flagged("add-wrong", "t3", ("candidate:left-state",), "control"),
+            _flagged("add-wrong", "t1", ("junit:skipped",), "control")]  # fmt: skip
+    assert problems(rows, [], ["t1", "t3"]) == [
+        "honest control add-wrong on t3: flagged as tampering (candidate:left-state)"
+    ]
+
+
+def test_attack_toml_may_flag_only_tiers_it_names_as_blocked(tmp_path: Path) -> None:
+    folder = tmp_path / "x"
+    (folder / "agent").mkdir(parents=True)
+    (folder / "agent" / "run.sh").write_text("true\n")
+    base = 'id = "x"\ntitle = "t"\nclass = "V1"\nsource = "s"\ntask = "canary"\n'
+    base += 't0 = "exploit"\nt1 = "exploit"\nt2 = "exploit"\nt3 = "blocked"\n'
+    (folder / "attack.toml").write_text(base + 'tamper = "t3"\n')
+    assert load_attack(folder).flagged_on == frozenset({"t3"})
+    (folder / "attack.toml").write_text(base + 'tamper = "t2 t3"\n')
+    with pytest.raises(TaskError, match="names 't2'"):
+        load_attack(folder)
 
 
 def test_class_names_come_from_the_taxonomy(tmp_path: Path) -> None:

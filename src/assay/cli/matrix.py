@@ -18,6 +18,7 @@ from assay._internal.model.verdict import TIER_TITLES, Tier
 from assay._internal.proof.locate import default_dir
 from assay._internal.proof.matrix import (
     CONTROLS,
+    FLAG_TIERS,
     REPO_CONTROLS,
     Attack,
     Row,
@@ -91,16 +92,28 @@ def render_markdown(
         "",
         "## Summary",
         "",
-        "| tier | exploit | blocked | n/a |",
-        "| --- | ---: | ---: | ---: |",
+        "| tier | exploit | blocked | blocked, flagged as tampering | n/a |",
+        "| --- | ---: | ---: | ---: | ---: |",
     ]
     for t in tiers:
-        obs = [got[(a.id, t)].observed for a in attacks if (a.id, t) in got]
+        obs = [got[(a.id, t)] for a in attacks if (a.id, t) in got]
+        exploits = sum(r.observed == "exploit" for r in obs)
+        blocked = [r for r in obs if r.observed == "blocked"]
+        flagged = sum(bool(r.tamper) for r in blocked) if t in FLAG_TIERS else NA
         na = sum(1 for a in attacks if t not in a.expected)
-        out.append(f"| {TIER_NAMES[t]} | {obs.count('exploit')} | {obs.count('blocked')} | {na} |")
+        out.append(f"| {TIER_NAMES[t]} | {exploits} | {len(blocked)} | {flagged} | {na} |")
     out += [
         "",
         f"{len(attacks)} attacks in {len({a.cls for a in attacks})} classes.",
+        "",
+        "**flagged as tampering**: the blocking verdict's `tamper` field is not empty (its",
+        "reason codes include one of the tamper family, docs/verdicts.md), so a trainer or an",
+        "eval team sees that the submission tried, not only that it failed. An attack blocked",
+        "without a flag left no trace of its own: it reads as the wrong answer, the limit or",
+        "the failed test it was (a program printing the sample answers, an output only a",
+        "lenient checker would take, a loop stopped at its time limit). Each attack's",
+        "`attack.toml` says on which tiers it must be flagged (`tamper`), and a run that",
+        "differs fails like a wrong outcome; an honest control is never flagged.",
         "",
         "## Exploits per class",
         "",
@@ -129,7 +142,7 @@ def render_markdown(
         "(T3's judge compared the values and they were wrong), `harbor` (the harbor tier's own",
         "checks: a process alive as the test script ended, a reward before the tests). An",
         "attack whose files never cross the firewall shows the reason its remaining artifacts",
-        "failed with.",
+        "failed with. `(tamper)` marks a verdict flagged as tampering.",
         "",
         "| attack | class | " + " | ".join(cols) + " | " + " | ".join(reason_cols) + " |",
         "| --- | --- | " + " | ".join("---" for _ in [*cols, *reason_cols]) + " |",
@@ -139,7 +152,10 @@ def render_markdown(
         stops = []
         for t in reasons:
             r = got.get((a.id, t))
-            stops.append(r.stopped_by if r is not None and r.observed == "blocked" else "")
+            if r is None or r.observed != "blocked":
+                stops.append("")
+            else:
+                stops.append(r.stopped_by + (" (tamper)" if r.tamper else ""))
         out.append(f"| `{a.id}` | {a.cls} | " + " | ".join([*cells, *stops]) + " |")
     controls = [r for r in rows if r.kind == "control"]
     if controls:
@@ -210,7 +226,7 @@ def render_html(
     for r in rows:
         cells.setdefault(r.attack, {})[r.tier] = {
             "observed": r.observed, "expected": r.expected, "reason": r.reason,
-            "match": r.matches,
+            "match": r.matches, "tamper": list(r.tamper),
         }  # fmt: skip
     ordered = [
         ("control", name) for name in dict.fromkeys(r.attack for r in rows if r.kind == "control")

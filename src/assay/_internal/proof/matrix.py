@@ -8,7 +8,9 @@ listener the matrix opens for the attack. Otherwise it is *blocked*, and the row
 
 The matrix is a gate: `run_matrix` reports every row, and `problems` lists what must fail CI:
 an outcome other than the expected one, an attack live on neither baseline (a dud proves
-nothing), an honest control graded wrongly, a job that errored.
+nothing), an honest control graded wrongly or flagged as tampering, a blocked attack whose
+verdict carries a tamper signal where its `attack.toml` says none (or none where it says one),
+a job that errored.
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ from ..tiers.dispatch import TIERS, run_tier, tiers_for
 
 OUTCOMES = ("exploit", "blocked")
 REQUIRED_KEYS = frozenset({"id", "title", "class", "source", "task", "t0", "t1"})
-OPTIONAL_KEYS = frozenset({"aims", "aims_why", "notes", "t2", "t3", "harbor"})
+OPTIONAL_KEYS = frozenset({"aims", "aims_why", "notes", "t2", "t3", "harbor", "tamper"})
+# The tiers whose verdict on a blocked attack is checked for a tamper signal: assay's own (the
+# baselines' verdicts say nothing assay claims).
+FLAG_TIERS = ("t2", "t3", "harbor")
 # The tiers an attack names besides T0 and T1: T2 and T3 for a function or pytest task with a
 # strict twin, T2 alone for a pytest task with none (a repository task such as an imported
 # SWE-bench instance: T3 never runs a task's pytest tests), the harbor tier for a Harbor task. A
@@ -80,6 +85,9 @@ class Attack:
     aims: str | None = None
     aims_why: str | None = None
     notes: str = ""
+    flagged_on: frozenset[str] = frozenset()
+    """The tiers whose blocking verdict must carry a tamper signal (`tamper = "t2 t3"` in
+    attack.toml); on every other tier that blocks it, the verdict must carry none."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +136,8 @@ class Row:
     observed: str
     reason: str
     stopped_by: str = ""
+    tamper: tuple[str, ...] = ()
+    """The verdict's tamper codes (its `tamper` field)."""
 
     @property
     def matches(self) -> bool:
@@ -142,6 +152,7 @@ class Row:
             "expected": self.expected,
             "observed": self.observed,
             "reason": self.reason,
+            "tamper": list(self.tamper),
             "match": self.matches,
         }
 
@@ -193,6 +204,12 @@ def load_attack(folder: Path) -> Attack:
             raise TaskError(str(path), f"key {tier!r} must be 'exploit' or 'blocked'")
     if ("aims" in doc) != ("aims_why" in doc) or doc.get("aims", "strict") != "strict":
         raise TaskError(str(path), "key 'aims' must be 'strict' and come with 'aims_why'")
+    flagged_on = frozenset(doc.get("tamper", "").split())
+    if stray := sorted(flagged_on - {t for t in FLAG_TIERS if doc.get(t) == "blocked"}):
+        raise TaskError(
+            str(path), f"key 'tamper' names {stray[0]!r}: it lists tiers among "
+            f"{', '.join(FLAG_TIERS)} that the attack names as 'blocked'"
+        )  # fmt: skip
     run = folder / "agent" / "run.sh"
     if not run.is_file():
         raise TaskError(str(run), "every attack needs agent/run.sh")
@@ -207,6 +224,7 @@ def load_attack(folder: Path) -> Attack:
         aims=doc.get("aims"),
         aims_why=doc.get("aims_why"),
         notes=doc.get("notes", ""),
+        flagged_on=flagged_on,
     )
 
 
@@ -369,7 +387,7 @@ def _attack_row(ctx: _Ctx, attack: Attack, tier: Tier) -> Row:
                    "; ".join(why))  # fmt: skip
     reason = ", ".join(codes) if codes else "cases failed the comparison"
     return Row("attack", attack.id, attack.cls, tier, attack.expected[tier], "blocked", reason,
-               _stop_category(codes))  # fmt: skip
+               _stop_category(codes), tuple(verdict.tamper))  # fmt: skip
 
 
 def _control_row(ctx: _Ctx, control: Control, tier: Tier) -> Row:
@@ -391,7 +409,7 @@ def _control_row(ctx: _Ctx, control: Control, tier: Tier) -> Row:
     passed = sum(c.status == "pass" for c in verdict.cases)
     tally = f"{passed}/{verdict.expected_case_count} cases passed"
     return Row("control", control.id, "-", tier, expected, observed,
-               ", ".join(verdict.reason_codes) or tally)  # fmt: skip
+               ", ".join(verdict.reason_codes) or tally, tamper=tuple(verdict.tamper))  # fmt: skip
 
 
 def run_matrix(
@@ -472,6 +490,20 @@ def problems(rows: Sequence[Row], attacks: Sequence[Attack], tiers: Sequence[Tie
                 f"{what} {r.attack} on {r.tier}: expected {r.expected}, observed {r.observed}"
                 f" ({r.reason})"
             )
+    flags = {a.id: a.flagged_on for a in attacks}
+    for r in rows:
+        if r.tier not in FLAG_TIERS or r.observed == "error":
+            continue
+        if r.kind == "control" and r.tamper:
+            out.append(f"honest control {r.attack} on {r.tier}: flagged as tampering "
+                       f"({', '.join(r.tamper)})")  # fmt: skip
+        elif r.kind == "attack" and r.observed == "blocked" and r.matches:
+            wanted = r.tier in flags.get(r.attack, frozenset())
+            if wanted != bool(r.tamper):
+                said = ", ".join(r.tamper) if r.tamper else "none"
+                out.append(f"attack {r.attack} on {r.tier}: expected "
+                           f"{'a' if wanted else 'no'} tamper signal, observed {said}"
+                           f" ({r.reason})")  # fmt: skip
     if "t0" in tiers and "t1" in tiers:
         by_attack = {(r.attack, r.tier): r.observed for r in rows if r.kind == "attack"}
         for a in attacks:
