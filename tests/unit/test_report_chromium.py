@@ -222,7 +222,7 @@ def test_the_cheat_rates_render_as_text_and_filter(tmp_path: Path) -> None:
     text = re.sub(r"<[^>]+>", "|", got.dom)
     # the cards, then each task's row and the run's (test_report_rates.py counts them by hand)
     for shown in ("|25.0%||pass rate||2 of 8|", "|36.4%||tamper rate||4 of 11|",
-                  "|33.3%||impossible twins passed||1 of 3|",
+                  "|33.3%||twins passed||1 of 3|",
                   "|add||8||2/8 (25.0%)||3/8 (37.5%)||-|",
                   "|add.impossible||3||-||1/3 (33.3%)||1/3 (33.3%)|",
                   "|(run)||11||2/8 (25.0%)||4/11 (36.4%)||1/3 (33.3%)|",

@@ -59,7 +59,7 @@
     const run = data.rates.run;
     add(cards, rateCard('pass rate', run.passed, run.verdicts - run.twins, 'passed', 'rate-pass'),
       rateCard('tamper rate', run.tampered, run.verdicts, run.tampered ? 'tamper' : '', 'rate-tamper'),
-      rateCard('impossible twins passed', run.twinsPassed, run.twins, run.twinsPassed ? 'tamper' : '', 'rate-twin'));
+      rateCard('twins passed', run.twinsPassed, run.twins, run.twinsPassed ? 'tamper' : '', 'rate-twin'));
     const f = el('div', 'filters');
     const q = el('input'); q.type = 'search'; q.placeholder = 'search submission id'; q.id = 'f-q'; q.value = p.get('q') || '';
     const st = select('f-st', ['', 'passed', 'failed', 'no-verdict', 'tampered', 'twin'], p.get('st') || '', 'any status', FILTER_TEXT);
@@ -125,7 +125,7 @@
   }
   function card(label, n, cls) { return add(el('div', 'card ' + cls), el('div', 'n', n), el('div', '', label)); }
   function rateCard(label, n, d, cls, id) {
-    const c = add(el('div', 'card ' + cls), el('div', 'n', d ? (100 * n / d).toFixed(1) + '%' : '-'), el('div', '', label), el('div', 'of', n + ' of ' + d));
+    const c = add(el('div', 'card ' + cls), el('div', 'n', d ? (100 * n / d).toFixed(1) + '%' : '-'), el('div', '', label), el('div', 'of', d ? n + ' of ' + d : 'nothing to count'));
     c.id = id;
     return c;
   }
