@@ -81,6 +81,7 @@ def _honest() -> list[tuple[str, Path, object]]:
         task = assay.load_task(toml.parent)
         if task.config.kind not in ("function", "cli", "transform", "stdio"):
             continue
+        assert task.config.decoys.enabled, toml  # graded with its decoys
         for sub in ("solutions/correct", "solutions/wrong", "attempts/honest"):
             path = toml.parent / sub
             if not path.is_dir():
