@@ -91,6 +91,11 @@ class Counts:
             if r[col].removesuffix(" (!)") == outcome and r[0].strip("`").startswith(prefix)
         )
 
+    def flagged(self, reason_column: str) -> int:
+        """Cells of a reason column marked `(tamper)`: blocked attacks flagged as tampering."""
+        col = self.header.index(reason_column)
+        return sum(1 for r in self._body if r[col].endswith(" (tamper)"))
+
     def named(self, prefix: str) -> int:
         return sum(1 for r in self._body if r[0].strip("`").startswith(prefix))
 
@@ -147,8 +152,14 @@ def test_every_count_the_documents_quote_is_the_committed_matrixs() -> None:
 def test_the_matrix_summary_agrees_with_its_own_table() -> None:
     matrix = (ROOT / "docs/matrix.md").read_text()
     counts = Counts(matrix)
-    summary = _table(matrix, "| tier | exploit | blocked | n/a |").splitlines()[2:]
+    summary = _table(matrix, "| tier | exploit | blocked |").splitlines()[2:]
     for line in summary:
-        tier, exploit, blocked, na = (c.strip() for c in line.strip().strip("|").split("|"))
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        tier, exploit, blocked, flagged, na = cells
         got = (counts.n(tier, "exploit"), counts.n(tier, "blocked"), counts.n(tier, "n/a"))
         assert got == (int(exploit), int(blocked), int(na)), tier
+        reason = f"{tier.split()[0]} reason"
+        if reason in counts.header:  # the tiers whose blocking verdicts are checked for a flag
+            assert counts.flagged(reason) == int(flagged), tier
+        else:
+            assert flagged == "n/a", tier

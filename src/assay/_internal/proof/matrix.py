@@ -68,8 +68,8 @@ EXCLUSIVE_CLASS = "V11"  # resource exhaustion: one at a time, so it cannot star
 LISTENER_CAP = 1 << 20
 # Which reason namespace best says what stopped an attack, when a verdict carries several.
 _STOP_ORDER = (
-    "policy", "firewall", "harbor", "limit", "submission", "compile", "runtime", "candidate",
-    "junit", "pytest", "compare", "checker", "judge", "cases",
+    "policy", "firewall", "decoy", "twin", "harbor", "limit", "submission", "compile", "runtime",
+    "candidate", "junit", "pytest", "compare", "checker", "judge", "cases",
 )  # fmt: skip
 
 
