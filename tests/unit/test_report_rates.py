@@ -5,8 +5,11 @@ the CLI and the JUnit export. Every verdict here is built and signed as a gradin
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
+import stat
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ from helpers.verdicts import cases, facts
 
 import assay
 from assay._internal.batch.journal import ENVELOPE_SUFFIX, SUMMARY
+from assay._internal.model.atomic import atomic_write
 from assay._internal.model.verdict import Verdict, build_verdict, error_verdict
 from assay._internal.report.collect import collect
 from assay._internal.report.junit import junit_xml
@@ -195,7 +199,8 @@ def test_the_page_carries_the_same_numbers(run: tuple[Path, Path], tmp_path: Pat
 
 def test_the_cli_prints_the_rates_per_task_and_for_the_run(run: tuple[Path, Path]) -> None:
     out, pub = run
-    res = CliRunner().invoke(main, ["report", str(out), "--junit", "/dev/null", "--key", str(pub)])
+    junit = out.parent / "cli-report.xml"
+    res = CliRunner().invoke(main, ["report", str(out), "--junit", str(junit), "--key", str(pub)])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     assert lines[0] == "12 grading(s): passed 2, failed 9, no verdict 1"
@@ -300,3 +305,23 @@ def test_nothing_to_count_is_no_rate_never_zero(tmp_path: Path) -> None:
     assert {p.get("name"): p.get("value") for p in props} == {
         "assay.pass-rate": "-", "assay.tamper-rate": "-", "assay.twin-pass-rate": "-",
     }  # fmt: skip
+
+
+def test_an_output_path_that_is_not_a_regular_file_is_refused_and_left_as_it_was(
+    run: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """As root, `--junit /dev/null` once renamed a new file over /dev/null (a regular file ever
+    after). A FIFO stands in for the device: the command refuses it and it stays a FIFO."""
+    out, pub = run
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    res = CliRunner().invoke(main, ["report", str(out), "--junit", str(fifo), "--key", str(pub)])
+    assert res.exit_code == 2, res.output
+    assert "not a regular file" in res.output
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    with pytest.raises(OSError, match="not a regular file") as raised:
+        atomic_write(fifo, b"x")
+    assert raised.value.errno == errno.EINVAL and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    with pytest.raises(IsADirectoryError):
+        atomic_write(tmp_path, b"x")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []

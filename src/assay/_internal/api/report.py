@@ -10,6 +10,8 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from assay.errors import UsageError
+
 from ..model.atomic import atomic_write
 from ..report.batch import batch_data
 from ..report.collect import collect
@@ -58,7 +60,8 @@ def write_report(
 
     Nothing read is trusted: files are read with caps and without following links, and one
     that is not what it claims becomes a row saying so. Raises `assay.errors.KeyFileError`
-    for an unusable key file."""
+    for an unusable key file, `assay.errors.UsageError` for an output path that cannot be
+    written (a directory, a device such as /dev/null, a missing parent)."""
     out = Path(out_dir)
     key = (
         public_key
@@ -72,10 +75,20 @@ def write_report(
         if key
         else "signatures not checked (no --key)"
     )
-    if html is not None:
-        atomic_write(Path(html), render(batch_data(records, str(out), note)).encode("utf-8"))
-    if junit is not None:
-        atomic_write(Path(junit), junit_xml(records))
+
+    def page() -> bytes:
+        return render(batch_data(records, str(out), note)).encode("utf-8")
+
+    def xml() -> bytes:
+        return junit_xml(records)
+
+    for target, data in ((html, page), (junit, xml)):
+        if target is None:
+            continue
+        try:
+            atomic_write(Path(target), data())
+        except OSError as exc:
+            raise UsageError(f"cannot write {os.fspath(target)}: {exc.strerror or exc}") from exc
     return ReportSummary(
         gradings=len(records),
         passed=sum(r.status == "passed" for r in records),
