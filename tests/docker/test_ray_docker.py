@@ -132,7 +132,21 @@ def test_batch_across_two_nodes_survives_a_killed_node(
     starts = [str(e["grading_id"]) for e in events if e.get("event") == "start"]
     assert len(set(starts)) == len(starts) == len(expect) + len(lost)
     recovered = {str(e["grading_id"]) for e in events if e.get("event") == "recovered"}
-    assert {str(e["lost_grading_id"]) for e in lost} <= recovered
+    unswept = {str(e["lost_grading_id"]) for e in lost} - recovered
+    # A sweep sent to the killed node before the cluster noticed its death fails (CI on 70d850d:
+    # one of two lost ids): the id then stays open in the log, named, and the next run over
+    # the same output sweeps it before anything else (docs/scale.md).
+    failed = {str(e["lost_grading_id"]) for e in events if e.get("event") == "sweep-failed"}
+    assert unswept <= failed, (unswept, failed)
+    if unswept:
+        again = subprocess.run(
+            _grade_many(cluster, tmp_path, "--jobs", "4"), env=_env(cluster, tmp_path),
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert again.returncode == 0, again.stderr
+        later = _events(tmp_path)[len(events) :]
+        assert unswept <= {str(e["grading_id"]) for e in later if e.get("event") == "recovered"}
+        assert not [e for e in later if e.get("event") == "start"]  # every verdict was kept
     assert [n for gid in starts for n in docker_runtime.leftovers(gid)] == []
 
 
