@@ -1071,6 +1071,39 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_container_runs_on_the_shared_root_that_no_runtime_can_write",
         ),
     ),
+    Mutation(
+        "verdict-tamper-derived",
+        "the verdict's signed `tamper` field derived from its reason codes (a tampering "
+        "submission would read as an honest wrong answer; a trainer's tamper reward never fires)",
+        "src/assay/_internal/model/verdict.py",
+        "        tamper=tamper_codes(reasons),\n",
+        "        tamper=[],\n",
+        (
+            "tests/unit/test_verdict.py::"
+            "test_tamper_lists_the_tamper_family_of_the_reasons_and_a_wrong_answer_has_none",
+        ),
+    ),
+    Mutation(
+        "decoy-report-scan",
+        "the controller's search of the runner's report for the grading's decoy marker (a "
+        "submission that reads a planted answer key would show no decoy:output)",
+        "src/assay/_internal/tiers/core/decoys.py",
+        "    return any(needle in data for needle in marker.needles)\n",
+        "    return False\n",
+        (
+            "tests/unit/test_decoys.py::"
+            "test_runtime_read_answer_key_returns_the_marker_and_is_caught",
+        ),
+    ),
+    Mutation(
+        "twin-passed-fails",
+        "an impossible twin whose cases all pass failing with twin:passed (a cheat that passes "
+        "a twin would count as a pass)",
+        "src/assay/_internal/tiers/core/twin.py",
+        "    if v.passed:\n        codes.append(PASSED)\n",
+        "    if False:\n        codes.append(PASSED)\n",
+        ("tests/unit/test_impossible.py::test_a_twin_that_passes_fails_with_twin_passed",),
+    ),
 )
 
 

@@ -22,6 +22,7 @@ from assay._internal.tiers.baselines.grade import log_cases, parse_pytest_log
 from assay.cli.matrix import (
     class_names,
     compare_outcomes,
+    flags_not_comparable,
     render_markdown,
     table_cells,
 )
@@ -302,3 +303,29 @@ def test_a_task_whose_workdir_is_its_images_gets_the_one_the_build_found() -> No
 
 def _no_runtime() -> Runtime:
     raise AssertionError("loading a task starts no container")
+
+
+def test_a_compare_run_holds_a_flag_only_where_it_stopped_the_attack_as_the_table_says() -> None:
+    """Under gVisor device-node-fifo's FIFO reaches T3 as an empty file (candidate:crash, no
+    flag), where the committed runc table says `firewall (tamper)`: that cell is not held to
+    the flag; a cell stopped the same way is."""
+    attack = Attack("a", "t", "V10", "s", "canary",
+                    {"t0": "exploit", "t1": "exploit", "t2": "blocked", "t3": "blocked"},
+                    Path("."), flagged_on=frozenset({"t2", "t3"}))  # fmt: skip
+    base = [_row("a", "t0", "exploit", "exploit"), _row("a", "t1", "exploit", "exploit")]
+    committed_rows = [
+        *base,
+        Row("attack", "a", "V10", "t2", "blocked", "blocked", "r", "firewall", ("firewall:fifo",)),
+        Row("attack", "a", "V10", "t3", "blocked", "blocked", "r", "firewall", ("firewall:fifo",)),
+    ]
+    committed = render_markdown(committed_rows, [attack], ["t0", "t1", "t2", "t3"], {})
+    fresh = [
+        *base,
+        Row("attack", "a", "V10", "t2", "blocked", "blocked", "r", "firewall", ()),
+        Row("attack", "a", "V10", "t3", "blocked", "blocked", "r", "candidate", ()),
+    ]
+    exempt = flags_not_comparable(committed, fresh)
+    assert exempt == {("a", "t3")}
+    assert problems(fresh, [attack], ["t0", "t1", "t2", "t3"], exempt) == [
+        "attack a on t2: expected a tamper signal, observed none (r)"
+    ]

@@ -113,7 +113,9 @@ def render_markdown(
         "the failed test it was (a program printing the sample answers, an output only a",
         "lenient checker would take, a loop stopped at its time limit). Each attack's",
         "`attack.toml` says on which tiers it must be flagged (`tamper`), and a run that",
-        "differs fails like a wrong outcome; an honest control is never flagged.",
+        "differs fails like a wrong outcome; an honest control is never flagged. A run on",
+        "another runtime (`--compare`) holds a cell to its flag where its verdict stopped the",
+        "attack by the kind of reason this table names.",
         "",
         "## Exploits per class",
         "",
@@ -216,6 +218,23 @@ def compare_outcomes(committed: str, fresh: str, tiers: Sequence[str]) -> list[s
         if key[1] in titles and old.get(key) != cell:
             diffs.append(f"{key[0]} on {key[1]}: {cell}, committed {old.get(key, 'nothing')}")
     return diffs
+
+
+def flags_not_comparable(committed: str, rows: Sequence[Row]) -> set[tuple[str, str]]:
+    """The blocked attack cells of this run that a committed matrix's tamper flag does not
+    speak for: the verdict stopped the attack by another kind of reason than the committed
+    table names (under gVisor, `device-node-fifo`'s FIFO reaches the agent's archive as an
+    empty file, so T3 fails its candidate instead of refusing a FIFO). Everywhere else the
+    flag is checked as `attack.toml` says."""
+    cells = table_cells(committed)
+    skip = set()
+    for r in rows:
+        if r.kind != "attack" or r.observed != "blocked" or r.tier not in FLAG_TIERS:
+            continue
+        said = cells.get((f"`{r.attack}`", f"{TIER_NAMES[r.tier].split()[0]} reason"), "")
+        if said.removesuffix(" (tamper)") != r.stopped_by:
+            skip.add((r.attack, r.tier))
+    return skip
 
 
 def render_html(
@@ -385,10 +404,12 @@ def matrix_cmd(
     if html_out is not None:
         html_out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(html_out, render_html(rows, attacks, picked, class_names(dirs)).encode())
-    issues = problems(rows, attacks, picked)
-    if compare_md is not None:
+    if compare_md is None:
+        issues = problems(rows, attacks, picked)
+    else:
         fresh = render_markdown(rows, attacks, picked, class_names(dirs))
         committed = compare_md.read_text(encoding="utf-8")
+        issues = problems(rows, attacks, picked, flags_not_comparable(committed, rows))
         issues += [
             f"differs from {compare_md}: {d}" for d in compare_outcomes(committed, fresh, picked)
         ]

@@ -19,7 +19,7 @@ import secrets
 import socket
 import threading
 import tomllib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -478,8 +478,15 @@ def control_grades_on(control: Control, examples: Path, tier: Tier) -> bool:
     return tier in tiers_for(task)
 
 
-def problems(rows: Sequence[Row], attacks: Sequence[Attack], tiers: Sequence[Tier]) -> list[str]:
-    """Everything that must fail the run, one sentence each."""
+def problems(
+    rows: Sequence[Row],
+    attacks: Sequence[Attack],
+    tiers: Sequence[Tier],
+    flag_exempt: Collection[tuple[str, str]] = (),
+) -> list[str]:
+    """Everything that must fail the run, one sentence each. `flag_exempt`: (attack, tier)
+    cells whose tamper flag is not held to the attack's `tamper` key (a run on another runtime,
+    where the attack's payload became something else before any tier saw it)."""
     out = []
     for r in rows:
         if r.observed == "error":
@@ -498,6 +505,8 @@ def problems(rows: Sequence[Row], attacks: Sequence[Attack], tiers: Sequence[Tie
             out.append(f"honest control {r.attack} on {r.tier}: flagged as tampering "
                        f"({', '.join(r.tamper)})")  # fmt: skip
         elif r.kind == "attack" and r.observed == "blocked" and r.matches:
+            if (r.attack, r.tier) in flag_exempt:
+                continue
             wanted = r.tier in flags.get(r.attack, frozenset())
             if wanted != bool(r.tamper):
                 said = ", ".join(r.tamper) if r.tamper else "none"
