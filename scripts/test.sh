@@ -41,6 +41,16 @@ for name in OciRuntime().leftovers(): print("runc", name)' || return 1
 # themselves; gc removes only those, never a grading whose controller still runs.
 "$BIN/assay" gc </dev/null >/dev/null || echo "test.sh: assay gc failed (continuing)" >&2
 before="$(labelled)" || before=""
+# The host's /dev/null as a fresh Debian machine has it. A runtime handed it as a container's
+# stdio may chown it (runsc always, runc before 1.1.5); the suite must leave it as it is here.
+DEVNULL_WANT="0:0 666 1:3 character special file"
+devnull() { stat -c '%u:%g %a %t:%T %F' /dev/null; }
+if [ "$(devnull)" != "$DEVNULL_WANT" ]; then
+    # Something before this run changed it (an older assay did: see docs/security.md);
+    # restored, and said, so that what this run does to it is what the last step sees.
+    echo "test.sh: /dev/null was '$(devnull)' before the suite; restoring '$DEVNULL_WANT'" >&2
+    chown 0:0 /dev/null && chmod 666 /dev/null
+fi
 
 step "ruff check"
 "$BIN/ruff" check . </dev/null || failed+=("ruff")
@@ -150,6 +160,13 @@ elif [ -n "$after" ]; then
     failed+=("leftovers: $(wc -l <<<"$after") object(s) labelled assay.grading")
 else
     echo "none"
+fi
+
+step "the host's /dev/null is as the suite found it"
+if [ "$(devnull)" != "$DEVNULL_WANT" ]; then
+    failed+=("/dev/null is now '$(devnull)', not '$DEVNULL_WANT'")
+else
+    echo "$DEVNULL_WANT"
 fi
 
 echo

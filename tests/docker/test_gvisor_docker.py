@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from pathlib import Path
@@ -127,7 +128,7 @@ def test_an_oom_the_engine_logged_after_the_exit_still_counts(
     client = rt._client
     made = client.containers.run(
         "assay-base:latest", argv, detach=True, runtime="runsc", mem_limit="128m",
-        memswap_limit="128m", labels={LABEL: new_grading_id()},
+        memswap_limit="128m", labels={LABEL: new_grading_id()}, stdin_open=True,
     )  # fmt: skip
     try:
         assert made.wait(timeout=60)["StatusCode"] == (137 if oom else 0)
@@ -148,3 +149,48 @@ def test_an_oom_the_engine_logged_after_the_exit_still_counts(
         assert rt.oom_killed(made.id) is oom
     finally:
         made.remove(force=True)
+
+
+def _dev_null() -> tuple[int, int, int, int, int]:
+    st = os.stat("/dev/null")
+    return st.st_uid, st.st_gid, st.st_mode, st.st_rdev, st.st_ino
+
+
+def test_gvisor_gradings_leave_the_hosts_dev_null_alone(tmp_path: Path) -> None:
+    """runsc chowns the stdio it is given to its sandbox's user (`nobody`): an engine that
+    hands it the host's /dev/null (a container created without stdin, an exec without one)
+    gives the host's /dev/null away. The baseline shows that on this machine; then gradings
+    on every path that makes containers and execs under gVisor (strict: candidate, judge pool;
+    T2: execs; an agent) leave it exactly as it was."""
+    import docker
+
+    from assay._internal.runtime.base import LABEL
+    from assay._internal.tiers.strict.grade import new_grading_id
+
+    if (os.stat("/dev/null").st_uid, os.stat("/dev/null").st_gid) != (0, 0):
+        os.chown("/dev/null", 0, 0)  # an earlier run (older assay) gave it away; start clean
+    before = _dev_null()
+    client = docker.from_env()
+    baseline = client.containers.run(
+        "assay-base:latest", ["true"], detach=True, runtime="runsc", user="0:0",
+        labels={LABEL: new_grading_id()},
+    )  # fmt: skip
+    try:
+        baseline.wait(timeout=60)
+        given_away = os.stat("/dev/null").st_uid
+    finally:
+        baseline.remove(force=True)
+        os.chown("/dev/null", 0, 0)
+    assert given_away != 0, "the baseline no longer gives /dev/null away: the test shows nothing"
+    assert _dev_null() == before
+
+    for task, flag, value in (
+        (EXAMPLES / "add", "--submission", str(EXAMPLES / "add" / "solutions" / "correct")),
+        (EXAMPLES / "stdio-python", "--submission",
+         str(EXAMPLES / "stdio-python" / "solutions" / "correct")),
+        (EXAMPLES / "add-pytest", "--submission", str(EXAMPLES / "add-pytest" / "solutions" / "correct")),
+        (TASKS / "limits", "--agent-cmd", "echo 'def solve(x): return x' > solution.py"),
+    ):  # fmt: skip
+        g = assay("grade", str(task), "--runtime", "docker-runsc", flag, value, tmp=tmp_path)
+        assert g.verdict is not None and g.verdict["passed"], (task.name, g.stderr)
+        assert _dev_null() == before, f"{task.name}: /dev/null is now {_dev_null()}"

@@ -30,7 +30,7 @@ from .base import (
     RuntimeError_,
     Spawned,
 )
-from .dockerconfig import EXEC_USER_LABEL
+from .dockerconfig import EXEC_USER_LABEL, STDIN_LABEL
 from .dockerengine import STUCK_FIX, connect, lost_or_stuck
 from .images import ensure_image_present
 from .oci.seccomp import profile_text
@@ -147,12 +147,18 @@ class DockerRuntime:
         stdin = self._stdin.pop(cid, None)
         if stdin is None:  # created by another controller
             info = self._call("attach", self._api.inspect_container, cid)
-            stdin = bool(info["Config"]["OpenStdin"])
-        params = {"stdout": 1, "stderr": 1, "stream": 1, "stdin": int(stdin)}
+            stdin = ((info["Config"] or {}).get("Labels") or {}).get(STDIN_LABEL) == "1"
+        # stdin is always attached (dockerconfig.create_args says why); a spec that reads
+        # none has it closed at once, so its main process reads end-of-file.
+        params = {"stdout": 1, "stderr": 1, "stream": 1, "stdin": 1}
         conn = self._call("attach", self._api.attach_socket, cid, params)
-        return dockerattach.start_attached(
-            cid, conn, stdin, lambda: self._call("start", self._api.start, cid)
+        spawned = dockerattach.start_attached(
+            cid, conn, True, lambda: self._call("start", self._api.start, cid)
         )
+        if not stdin and spawned.stdin is not None:
+            spawned.stdin.close()
+            spawned.stdin = None
+        return spawned
 
     def run(
         self, cid: str, *, deadline_s: float, output_cap: int, stdin: bytes = b""

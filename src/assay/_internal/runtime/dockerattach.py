@@ -9,7 +9,7 @@ import os
 import socket
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 from .base import Spawned
@@ -58,6 +58,23 @@ def _read_exactly(conn: Any, n: int) -> bytes:
 def _demux(conn: Any, fds: dict[int, int]) -> None:
     """Copy an attach stream's frames into the pipe of each frame's stream (1 stdout, 2
     stderr) until the stream ends, then close every pipe: the reader's end-of-file."""
+    chunks = frames(conn)
+    try:
+        for out, err in chunks:
+            for fd, data in ((fds.get(1), out), (fds.get(2), err)):
+                if data and fd is not None:
+                    _write_all(fd, data)
+    except OSError:
+        return  # the reader closed its end, or the stream broke: the container's state says
+    finally:
+        chunks.close()  # closes the stream
+        for fd in fds.values():
+            os.close(fd)
+
+
+def frames(conn: Any) -> Generator[tuple[bytes | None, bytes | None], None, None]:
+    """An attach stream's (stdout, stderr) chunks, as docker-py's `demux=True` gives them,
+    until the stream ends or breaks; the stream is closed at the end."""
     try:
         while True:
             header = _read_exactly(conn, FRAME_HEADER.size)
@@ -69,18 +86,22 @@ def _demux(conn: Any, fds: dict[int, int]) -> None:
                 if not chunk:
                     return
                 size -= len(chunk)
-                fd = fds.get(kind)
-                if fd is not None:
-                    _write_all(fd, chunk)
+                if kind == 1:
+                    yield chunk, None
+                elif kind == 2:
+                    yield None, chunk
     except OSError:
-        return  # the reader closed its end, or the stream broke: the container's state says
+        return
     finally:
-        for fd in fds.values():
-            os.close(fd)
         try:
             conn.close()
         except OSError:
             pass
+
+
+def shut_stdin(conn: Any) -> None:
+    """End the stdin of an attach stream opened with one: its reader sees end-of-file."""
+    _shut(getattr(conn, "_sock", conn), socket.SHUT_WR)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -13,6 +13,9 @@ from .base import AGENT_UID, LABEL, ROLE_LABEL, ContainerSpec, Scratch
 from .owner import OWNER_LABEL
 
 EXEC_USER_LABEL = "assay.exec-user"
+STDIN_LABEL = "assay.stdin"
+"""On a spawned container: "1" when its main process reads the controller's stdin. Every
+container's stdin is open (see `create_args`), so the engine's `OpenStdin` no longer says."""
 SWITCH_CAPS = ("SETUID", "SETGID", "SETPCAP")
 """All a `switch_user` container holds: the two to switch uids and the one to empty the
 bounding set first. Held by its root processes only: init and keep-alive (which no other uid
@@ -30,12 +33,15 @@ def exec_user(spec: ContainerSpec) -> str:
 def labels(spec: ContainerSpec, owner: str) -> dict[str, str]:
     """The labels of the container and of its scratch volumes: what `sweep`, `leftovers`,
     `gradings` and `orphans` find them by, and the exec user."""
-    return {
+    found = {
         LABEL: spec.grading_id,
         ROLE_LABEL: spec.role,
         OWNER_LABEL: owner,
         EXEC_USER_LABEL: exec_user(spec),
     }
+    if spec.spawned:
+        found[STDIN_LABEL] = "1" if spec.stdin else "0"
+    return found
 
 
 def scratch_volume(s: Scratch) -> dict[str, Any]:
@@ -80,11 +86,15 @@ def create_args(
         "environment": dict(spec.env),
         "working_dir": spec.workdir,
         "init": spec.init,
-        # Not detached when the main process reads the controller's stdin: only then does the
-        # engine close that stdin once the attached controller has closed its end
-        # (`StdinOnce`); the container is still started by `start`, never by this call.
-        "detach": not spec.stdin,
-        "stdin_open": spec.stdin,
+        # Every container's stdin is a pipe of the engine's: with none, the engine hands the
+        # runtime the host's /dev/null, and runsc chowns its stdio to its sandbox's user
+        # (`nobody`), the host's /dev/null with it. A spawned container is not detached: only
+        # then does the engine close that stdin once the attached controller has closed its
+        # end (`StdinOnce`), which `spawn` does at once when the spec reads none. Another
+        # container's main process is init or a keep-alive, which never reads it. Either is
+        # still started by `start`, never by this call.
+        "detach": not spec.spawned,
+        "stdin_open": True,
         "mem_limit": lim.memory_bytes,
         "memswap_limit": lim.memory_bytes,
         "pids_limit": lim.pids,

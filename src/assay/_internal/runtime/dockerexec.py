@@ -1,18 +1,24 @@
 """`Runtime.exec` on the Docker engine: an exec created as the container's exec user, its
 demultiplexed output read by a thread under the deadline and the cap (the whole container
 killed past either, unless the caller keeps it), an uncaptured one polled for its end, and an
-exec record the engine lost told apart from a stopped container."""
+exec record the engine lost told apart from a stopped container.
+
+Every exec is attached with a stdin of its own, closed at once: the command reads end-of-file
+as from /dev/null, but the engine never hands the runtime the host's /dev/null. runsc chowns
+the stdio it is given to its sandbox's user (`nobody`), and the host's /dev/null with it
+(runc did the same until 1.1.5: opencontainers/runc#3707)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import docker.errors
 import requests.exceptions
 
+from . import dockerattach
 from .base import ExecResult, RuntimeError_
 
 Call = Callable[..., Any]
@@ -43,20 +49,23 @@ def exec_in(
         api.exec_create,
         cid,
         list(argv),
+        stdin=True,
         stdout=capture,
         stderr=capture,
         environment=dict(env or {}),
         workdir=workdir,
         user=user,
     )["Id"]
+    conn = call("exec", api.exec_start, exec_id, socket=True)
+    dockerattach.shut_stdin(conn)
     if not capture:
-        call("exec", api.exec_start, exec_id, detach=True)
+        # The connection stays open until the command ends: the engine kills an exec whose
+        # attached client went away.
+        threading.Thread(target=_drain, args=(conn,), daemon=True).start()
         return _poll_exec(call, api, cid, exec_id, t0, deadline_s)
     out, err = bytearray(), bytearray()
     truncated = threading.Event()
-    stream: Iterator[tuple[bytes | None, bytes | None]] = call(
-        "exec", api.exec_start, exec_id, stream=True, demux=True
-    )
+    stream = dockerattach.frames(conn)
 
     settled = threading.Event()  # the stream ended, or went over the cap
 
@@ -120,6 +129,11 @@ def exec_in(
         truncated=truncated.is_set(),
         duration_s=duration,
     )
+
+
+def _drain(conn: Any) -> None:
+    for _ in dockerattach.frames(conn):
+        pass
 
 
 def _poll_exec(
