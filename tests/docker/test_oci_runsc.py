@@ -225,3 +225,38 @@ def test_a_killed_controllers_sandbox_is_an_orphan_and_gc_removes_it(
     _gone(rs, gid, cid)
     assert not host.state_dir(cid).exists()
     assert os.path.exists(host.STATE_ROOT)
+
+
+def _dev_null() -> tuple[int, int, int, int]:
+    st = os.stat("/dev/null")
+    return st.st_uid, st.st_gid, st.st_mode, st.st_rdev
+
+
+def _a_container_and_its_commands(rt: RunscRuntime, image: str) -> None:
+    gid = "test-" + uuid.uuid4().hex[:12]
+    with GradingScope(rt, gid) as scope:
+        cid = scope.container(_spec(image, gid))
+        rt.exec(cid, ("sh", "-c", "cat; echo out; echo err >&2"), deadline_s=60, output_cap=0,
+                capture=False)  # fmt: skip
+        assert sh(rt, cid, "cat; echo out")[1] == "out\n"
+    _gone(rt, gid, cid)
+
+
+def test_runsc_is_never_given_the_hosts_dev_null(docker_runtime, base_image) -> None:  # type: ignore[no-untyped-def]
+    """runsc chowns the stdio it is given to its sandbox's user, a device too: handed the
+    host's /dev/null (a keep-alive's stdio, an uncaptured command's), it gives it away. The
+    baseline (the client told to pass /dev/null) shows that; the backend as built does not,
+    and a command still reads end-of-file on stdin."""
+    if (os.stat("/dev/null").st_uid, os.stat("/dev/null").st_gid) != (0, 0):
+        os.chown("/dev/null", 0, 0)  # an earlier run (older assay) gave it away; start clean
+    before = _dev_null()
+    baseline = RunscRuntime(docker_runtime.client)
+    baseline._cli.private_stdio = False
+    try:
+        _a_container_and_its_commands(baseline, base_image)
+        given_away = _dev_null()
+    finally:
+        os.chown("/dev/null", 0, 0)
+    assert given_away[:2] != (0, 0), "the baseline no longer gives /dev/null away"
+    _a_container_and_its_commands(RunscRuntime(docker_runtime.client), base_image)
+    assert _dev_null() == before

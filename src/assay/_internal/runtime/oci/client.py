@@ -71,6 +71,10 @@ class Flavour:
     shares_root: bool = False
     """A container with a read-only root may run on the image's shared root itself (the
     runtime makes nothing in a root whose mount points exist), with no overlay of its own."""
+    chowns_stdio: bool = False
+    """The runtime chowns the stdio descriptors it is given to its sandbox's user, a device
+    among them (runsc; runc skips /dev/null since 1.1.5, opencontainers/runc#3707): it is
+    never given the host's /dev/null (`Client`)."""
     forgets_by_hand: bool = False
     """What `delete` does for a container whose `run --keep` has exited (its cgroups, named in
     its state, and its state directory) the lifecycle may do itself, with no runtime process:
@@ -91,16 +95,44 @@ class Flavour:
 RUNC = Flavour(name="runc", shares_root=True, forgets_by_hand=True)
 
 
+def _empty_pipe(ours: list[int]) -> int:
+    """A pipe's read end, its write end closed: end-of-file at once, as from /dev/null."""
+    r, w = os.pipe()
+    os.close(w)
+    ours.append(r)
+    return r
+
+
+def _drained_pipe(ours: list[int]) -> int:
+    """A pipe's write end whose read end a thread empties until every writer is gone."""
+    r, w = os.pipe()
+    ours.append(w)
+    reader = os.fdopen(r, "rb", buffering=0)
+    threading.Thread(target=_drain, args=(reader,), daemon=True, name="stdio-drain").start()
+    return w
+
+
 class Client:
     """One OCI runtime binary with its `--root` and global flags; one method per subcommand.
     Every process is started in a session of its own, so that a terminal's Ctrl-C is the
     controller's to handle."""
 
-    def __init__(self, binary: str, root: Path, global_flags: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        binary: str,
+        root: Path,
+        global_flags: tuple[str, ...] = (),
+        *,
+        private_stdio: bool = False,
+    ) -> None:
         self.binary = binary
         self.root = root
         self.global_flags = global_flags
         self.env = runtime_env()
+        self.private_stdio = private_stdio
+        """Stand pipes of this process's in for /dev/null in the runtime's stdio (a runtime
+        that `chowns_stdio` would give the host's /dev/null away): an empty one to read, one
+        drained by a thread to write."""
 
     def argv(self, *args: str, log: Path | None = None, flags: tuple[str, ...] = ()) -> list[str]:
         """The command line of one subcommand: the binary, the global flags (these `flags`
@@ -120,12 +152,21 @@ class Client:
         err: int | None = None,
     ) -> subprocess.Popen[bytes]:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        err = out if err is None else err
+        ours: list[int] = []  # stand-ins for /dev/null: the child holds its copies
+        if self.private_stdio:
+            if stdin == subprocess.DEVNULL:
+                stdin = _empty_pipe(ours)
+            if out == subprocess.DEVNULL:
+                out = _drained_pipe(ours)
+            if err == subprocess.DEVNULL:
+                err = out if out in ours else _drained_pipe(ours)
         try:
             return subprocess.Popen(
                 argv,
                 stdin=stdin,
                 stdout=out,
-                stderr=out if err is None else err,
+                stderr=err,
                 start_new_session=True,
                 env=self.env,
             )
@@ -133,6 +174,9 @@ class Client:
             raise EngineUnavailableError(
                 f"cannot run {self.binary}: {exc.strerror}", fix=fix
             ) from exc
+        finally:
+            for fd in ours:
+                os.close(fd)
 
     def run(
         self,

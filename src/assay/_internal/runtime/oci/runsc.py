@@ -61,6 +61,7 @@ RUNSC = Flavour(
     chooses_network=True,
     pids_backstop=(HOST_PIDS_BASE, HOST_PIDS_PER_TASK),
     makes_cgroups=True,
+    chowns_stdio=True,
     hidden_processes="the host sees gVisor's threads, not the container's tasks",
     start_failure=(
         "executing command",

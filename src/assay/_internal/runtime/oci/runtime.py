@@ -90,7 +90,10 @@ class OciRuntime:
         self._binary = shutil.which(binary) or binary
         self.name = f"oci/{Path(binary).name}"
         self._root = state_root
-        self._cli = Client(self._binary, state_root / flavour.name, flavour.global_flags)
+        self._cli = Client(
+            self._binary, state_root / flavour.name, flavour.global_flags,
+            private_stdio=flavour.chowns_stdio,
+        )  # fmt: skip
         self._cache_given = cache
         self._configs: dict[str, tuple[dict[str, str], str]] = {}
         self._images: dict[str, tuple[str, Path]] = {}
