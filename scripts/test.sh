@@ -112,6 +112,7 @@ fi
 set +m
 runc_rc=0 gvisor_rc=0 v11_rc=0
 wait "$runc_pid" || runc_rc=$?
+echo "runc matrix ended at $SECONDS s (exit $runc_rc)"
 if [ "${#others[@]}" -eq 0 ]; then  # the corpus could not be listed: the whole matrix, now
     gvisor >"$gvisor_out/matrix.log" 2>&1 || gvisor_rc=$?
 else
@@ -122,8 +123,10 @@ else
         pids+=("$v11_pid")
         set +m
         wait "$v11_pid" || v11_rc=$?
+        echo "gVisor matrix, resource-exhaustion lane, ended at $SECONDS s (exit $v11_rc)"
     fi
     wait "$gvisor_pid" || gvisor_rc=$?
+    echo "gVisor matrix ended by $SECONDS s (exit $gvisor_rc)"
 fi
 trap - INT TERM
 

@@ -22,7 +22,8 @@ from helpers.harborrun import HARBOR, Trial, dataset, reward, run_job, verdict_r
 
 import assay
 
-pytestmark = pytest.mark.docker
+# One worker: the three `harbor run` jobs (`columns`, about 45 s) are set up once, not per worker.
+pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("harbor-cli")]
 
 AGENTS = [
     "oracle", "wrong", "trojan-python", "grader-rewrite", "leftover-writer", "planted-reward",

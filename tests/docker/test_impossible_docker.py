@@ -31,7 +31,8 @@ from assay._internal.api.taskscan import twin_reference_problem
 from assay._internal.api.validate import REFERENCE, find_references
 from assay._internal.tiers.core.twin import NOTE, PASSED
 
-pytestmark = pytest.mark.docker
+# One worker: the module's twins and gradings (about 45 s) are made once, not per worker.
+pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("impossible")]
 
 KINDS = ["add", "stdio-sort", "add-pytest", "semver-pytest", "greet-harbor"]
 """One example of each kind: function, stdio, pytest, repository, Harbor."""

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from assay._incontainer import judge, runner
-from assay._internal.runtime import ContainerSpec, Limits, RuntimeError_
+from assay._internal.runtime import ContainerSpec, Limits, RuntimeError_, base
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
 from assay._internal.runtime.scope import GradingScope
 from assay._internal.tiers.strict import candidate
@@ -219,7 +219,11 @@ def test_a_run_stopped_at_its_memory_limit_names_it_though_the_engine_was_late(
     assert ran.stopped and ran.hit == () and ran.late_memory
 
 
-def test_a_run_stopped_at_no_limit_is_no_result(tmp_path: Path) -> None:
+def test_a_run_stopped_at_no_limit_is_no_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An OOM event that never comes is waited for STOPPED_GRACE_S; the fake has none to lag.
+    monkeypatch.setattr(base, "STOPPED_GRACE_S", 0.5)
     rt = LateOom(oom=False)
     with GradingScope(rt, "g-runner-report") as scope:
         cid = scope.container(_spec(tmp_path), start=False)

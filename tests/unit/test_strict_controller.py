@@ -16,7 +16,7 @@ from e2e import EXAMPLES
 from helpers.fakejudge import FakeWorker, install
 
 from assay._internal.model.task import Task, load_task
-from assay._internal.runtime import RuntimeError_
+from assay._internal.runtime import RuntimeError_, base
 from assay._internal.runtime.fake import FakeContainer, FakeRuntime
 from assay._internal.tiers.strict.grade import MAX_REPORT_BYTES, Source, grade_strict
 from assay._internal.tiers.strict.judgepool import JudgePool
@@ -143,7 +143,10 @@ def test_judge_stopped_during_compare_is_an_infrastructure_error() -> None:
     assert rt.leftovers() == []
 
 
-def test_candidate_container_stopped_from_outside_is_an_infrastructure_error() -> None:
+def test_candidate_container_stopped_from_outside_is_an_infrastructure_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(base, "STOPPED_GRACE_S", 0.5)  # the fake has no OOM event to lag
     rt = FakeRuntime(
         programs={"python3": StoppedFromOutside("runner", b'{"runner": "x", "cases": [')}
     )
@@ -165,7 +168,10 @@ def test_runner_that_fails_on_its_own_is_a_fail() -> None:
     assert not v.passed and "runner:invalid-output" in v.reason_codes  # type: ignore[attr-defined]
 
 
-def test_runner_ended_by_a_signal_at_no_limit_is_an_infrastructure_error() -> None:
+def test_runner_ended_by_a_signal_at_no_limit_is_an_infrastructure_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(base, "STOPPED_GRACE_S", 0.5)  # the fake has no OOM event to lag
     # The runner is its container's own process, under ids no candidate process has: a signal
     # that ends it at no ceiling came from outside (the memory limit is the one inside).
     script = Script(runner=(137, b'{"runner": "x", "cases": ['))

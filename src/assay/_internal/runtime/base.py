@@ -185,7 +185,7 @@ def ceilings_hit(rt: Runtime, cid: str) -> list[str]:
 STOPPED_GRACE_S = 30.0
 
 
-def stopped_ceilings(rt: Runtime, cid: str, grace_s: float = STOPPED_GRACE_S) -> list[str]:
+def stopped_ceilings(rt: Runtime, cid: str, grace_s: float | None = None) -> list[str]:
     """The ceilings hit by a container that stopped under its command. The engine learns of a
     stop and of an OOM kill as two events, and may record the stop first (a runsc sandbox
     killed at its memory limit, on a loaded machine, then reads as stopped at no limit, with
@@ -193,8 +193,9 @@ def stopped_ceilings(rt: Runtime, cid: str, grace_s: float = STOPPED_GRACE_S) ->
     before its stop is put down to anything else. Only that path waits, so the wait can be
     long: 3 s was not enough under a 1-minute load of 18 (Docker + gVisor recorded the agent's
     OOM kill later, and a memory bomb became "stopped at no limit", no verdict); no honest
-    grading comes here, and a container stopped from outside is told after 30 s."""
-    deadline = time.monotonic() + grace_s
+    grading comes here, and a container stopped from outside is told after 30 s. `grace_s`:
+    `STOPPED_GRACE_S`, read at the call, unless given."""
+    deadline = time.monotonic() + (STOPPED_GRACE_S if grace_s is None else grace_s)
     while True:
         hit = ceilings_hit(rt, cid)
         if hit or time.monotonic() >= deadline:
