@@ -148,12 +148,13 @@ class DockerRuntime:
         if stdin is None:  # created by another controller
             info = self._call("attach", self._api.inspect_container, cid)
             stdin = ((info["Config"] or {}).get("Labels") or {}).get(STDIN_LABEL) == "1"
-        # stdin is always attached (dockerconfig.create_args says why); a spec that reads
+        # Under a runtime that chowns its stdio, stdin is always attached; a spec that reads
         # none has it closed at once, so its main process reads end-of-file.
-        params = {"stdout": 1, "stderr": 1, "stream": 1, "stdin": 1}
+        attach_stdin = stdin or dockerconfig.chowns_stdio(self._oci_runtime)
+        params = {"stdout": 1, "stderr": 1, "stream": 1, "stdin": int(attach_stdin)}
         conn = self._call("attach", self._api.attach_socket, cid, params)
         spawned = dockerattach.start_attached(
-            cid, conn, True, lambda: self._call("start", self._api.start, cid)
+            cid, conn, attach_stdin, lambda: self._call("start", self._api.start, cid)
         )
         if not stdin and spawned.stdin is not None:
             spawned.stdin.close()
@@ -287,6 +288,7 @@ class DockerRuntime:
             self._call, self._api, self.kill, cid, argv, user=self._exec_user(cid), t0=t0,
             deadline_s=deadline_s, output_cap=output_cap, env=env, workdir=workdir,
             capture=capture, keep_container=keep_container,
+            own_stdin=dockerconfig.chowns_stdio(self._oci_runtime),
         )  # fmt: skip
 
     # -- archives and logs -----------------------------------------------------------------

@@ -24,6 +24,18 @@ a root exec capabilities only in a container whose own user is root, and runc re
 privileged exec under no-new-privileges, so init stays root (measured on Docker 20.10)."""
 
 
+def chowns_stdio(oci_runtime: str | None) -> bool:
+    """The runtime chowns the stdio it is given to its sandbox's user (`nobody`), a device
+    too (runsc; runc skips /dev/null since 1.1.5, opencontainers/runc#3707). The engine gives
+    a container or exec with no stdin the host's /dev/null, so under such a runtime every
+    container is created with its stdin open (a spawned one's closed by `spawn` at once, a
+    keep-alive's main process never reads it) and every exec is attached with a stdin that
+    is closed at once (dockerexec.py): commands still read end-of-file, and the runtime never
+    sees the host's /dev/null. Not for runc: closing an attach stream's write side is a
+    half-close some proxies in front of an engine do not pass on."""
+    return oci_runtime == "runsc"
+
+
 def exec_user(spec: ContainerSpec) -> str:
     """The user every exec runs as (`EXEC_USER_LABEL`): the spec's, root only in a
     `switch_user` container, whose runner gives root up itself."""
@@ -86,15 +98,12 @@ def create_args(
         "environment": dict(spec.env),
         "working_dir": spec.workdir,
         "init": spec.init,
-        # Every container's stdin is a pipe of the engine's: with none, the engine hands the
-        # runtime the host's /dev/null, and runsc chowns its stdio to its sandbox's user
-        # (`nobody`), the host's /dev/null with it. A spawned container is not detached: only
-        # then does the engine close that stdin once the attached controller has closed its
-        # end (`StdinOnce`), which `spawn` does at once when the spec reads none. Another
-        # container's main process is init or a keep-alive, which never reads it. Either is
-        # still started by `start`, never by this call.
-        "detach": not spec.spawned,
-        "stdin_open": True,
+        # Not detached when the main process reads the controller's stdin: only then does the
+        # engine close that stdin once the attached controller has closed its end
+        # (`StdinOnce`); the container is still started by `start`, never by this call.
+        # Under a runtime that `chowns_stdio`, every container's stdin is open (see there).
+        "detach": not (spec.stdin or (spec.spawned and chowns_stdio(oci_runtime))),
+        "stdin_open": spec.stdin or chowns_stdio(oci_runtime),
         "mem_limit": lim.memory_bytes,
         "memswap_limit": lim.memory_bytes,
         "pids_limit": lim.pids,

@@ -1,12 +1,9 @@
 """`Runtime.exec` on the Docker engine: an exec created as the container's exec user, its
 demultiplexed output read by a thread under the deadline and the cap (the whole container
 killed past either, unless the caller keeps it), an uncaptured one polled for its end, and an
-exec record the engine lost told apart from a stopped container.
-
-Every exec is attached with a stdin of its own, closed at once: the command reads end-of-file
-as from /dev/null, but the engine never hands the runtime the host's /dev/null. runsc chowns
-the stdio it is given to its sandbox's user (`nobody`), and the host's /dev/null with it
-(runc did the same until 1.1.5: opencontainers/runc#3707)."""
+exec record the engine lost told apart from a stopped container. Under a runtime that chowns
+its stdio (dockerconfig.chowns_stdio) every exec is attached with a stdin of its own, closed at
+once."""
 
 from __future__ import annotations
 
@@ -41,23 +38,29 @@ def exec_in(
     workdir: str | None,
     capture: bool,
     keep_container: bool,
+    own_stdin: bool = False,
 ) -> ExecResult:
     """`DockerRuntime.exec` from its start at `t0`: `call` and `api` are the runtime's, `kill`
-    stops the whole container, `user` is who the command runs as."""
+    stops the whole container, `user` is who the command runs as. `own_stdin`: attach a stdin
+    and close it at once, so the engine never hands the runtime the host's /dev/null."""
     exec_id = call(
         "exec",
         api.exec_create,
         cid,
         list(argv),
-        stdin=True,
+        stdin=own_stdin,
         stdout=capture,
         stderr=capture,
         environment=dict(env or {}),
         workdir=workdir,
         user=user,
     )["Id"]
+    if not capture and not own_stdin:
+        call("exec", api.exec_start, exec_id, detach=True)
+        return _poll_exec(call, api, cid, exec_id, t0, deadline_s)
     conn = call("exec", api.exec_start, exec_id, socket=True)
-    dockerattach.shut_stdin(conn)
+    if own_stdin:
+        dockerattach.shut_stdin(conn)
     if not capture:
         # The connection stays open until the command ends: the engine kills an exec whose
         # attached client went away.
