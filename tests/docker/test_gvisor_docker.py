@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from pathlib import Path
 
 import pytest
 from e2e import EXAMPLES, PAYLOADS, TASKS, assay, write_solution
+from helpers.devnull import dev_null, give_back
 
 pytestmark = pytest.mark.docker
 
@@ -151,11 +151,6 @@ def test_an_oom_the_engine_logged_after_the_exit_still_counts(
         made.remove(force=True)
 
 
-def _dev_null() -> tuple[int, int, int, int, int]:
-    st = os.stat("/dev/null")
-    return st.st_uid, st.st_gid, st.st_mode, st.st_rdev, st.st_ino
-
-
 def test_gvisor_gradings_leave_the_hosts_dev_null_alone(tmp_path: Path) -> None:
     """runsc chowns the stdio it is given to its sandbox's user (`nobody`): an engine that
     hands it the host's /dev/null (a container created without stdin, an exec without one)
@@ -167,9 +162,8 @@ def test_gvisor_gradings_leave_the_hosts_dev_null_alone(tmp_path: Path) -> None:
     from assay._internal.runtime.base import LABEL
     from assay._internal.tiers.strict.grade import new_grading_id
 
-    if (os.stat("/dev/null").st_uid, os.stat("/dev/null").st_gid) != (0, 0):
-        os.chown("/dev/null", 0, 0)  # an earlier run (older assay) gave it away; start clean
-    before = _dev_null()
+    give_back()  # an earlier run (older assay) may have given it away; start clean
+    before = dev_null()
     client = docker.from_env()
     baseline = client.containers.run(
         "assay-base:latest", ["true"], detach=True, runtime="runsc", user="0:0",
@@ -177,12 +171,12 @@ def test_gvisor_gradings_leave_the_hosts_dev_null_alone(tmp_path: Path) -> None:
     )  # fmt: skip
     try:
         baseline.wait(timeout=60)
-        given_away = os.stat("/dev/null").st_uid
+        given_away = dev_null()[0]
     finally:
         baseline.remove(force=True)
-        os.chown("/dev/null", 0, 0)
+        give_back()
     assert given_away != 0, "the baseline no longer gives /dev/null away: the test shows nothing"
-    assert _dev_null() == before
+    assert dev_null() == before
 
     for task, flag, value in (
         (EXAMPLES / "add", "--submission", str(EXAMPLES / "add" / "solutions" / "correct")),
@@ -193,4 +187,4 @@ def test_gvisor_gradings_leave_the_hosts_dev_null_alone(tmp_path: Path) -> None:
     ):  # fmt: skip
         g = assay("grade", str(task), "--runtime", "docker-runsc", flag, value, tmp=tmp_path)
         assert g.verdict is not None and g.verdict["passed"], (task.name, g.stderr)
-        assert _dev_null() == before, f"{task.name}: /dev/null is now {_dev_null()}"
+        assert dev_null() == before, f"{task.name}: /dev/null is now {dev_null()}"

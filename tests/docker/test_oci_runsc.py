@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from helpers.devnull import dev_null, give_back
 
 from assay._internal.runtime.base import ContainerSpec, Limits, Scratch, ceilings_hit
 from assay._internal.runtime.oci import host
@@ -227,11 +228,6 @@ def test_a_killed_controllers_sandbox_is_an_orphan_and_gc_removes_it(
     assert os.path.exists(host.STATE_ROOT)
 
 
-def _dev_null() -> tuple[int, int, int, int]:
-    st = os.stat("/dev/null")
-    return st.st_uid, st.st_gid, st.st_mode, st.st_rdev
-
-
 def _a_container_and_its_commands(rt: RunscRuntime, image: str) -> None:
     gid = "test-" + uuid.uuid4().hex[:12]
     with GradingScope(rt, gid) as scope:
@@ -247,16 +243,15 @@ def test_runsc_is_never_given_the_hosts_dev_null(docker_runtime, base_image) -> 
     host's /dev/null (a keep-alive's stdio, an uncaptured command's), it gives it away. The
     baseline (the client told to pass /dev/null) shows that; the backend as built does not,
     and a command still reads end-of-file on stdin."""
-    if (os.stat("/dev/null").st_uid, os.stat("/dev/null").st_gid) != (0, 0):
-        os.chown("/dev/null", 0, 0)  # an earlier run (older assay) gave it away; start clean
-    before = _dev_null()
+    give_back()  # an earlier run (older assay) may have given it away; start clean
+    before = dev_null()
     baseline = RunscRuntime(docker_runtime.client)
     baseline._cli.private_stdio = False
     try:
         _a_container_and_its_commands(baseline, base_image)
-        given_away = _dev_null()
+        given_away = dev_null()
     finally:
-        os.chown("/dev/null", 0, 0)
+        give_back()
     assert given_away[:2] != (0, 0), "the baseline no longer gives /dev/null away"
     _a_container_and_its_commands(RunscRuntime(docker_runtime.client), base_image)
-    assert _dev_null() == before
+    assert dev_null() == before

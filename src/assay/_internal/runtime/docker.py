@@ -147,7 +147,9 @@ class DockerRuntime:
         stdin = self._stdin.pop(cid, None)
         if stdin is None:  # created by another controller
             info = self._call("attach", self._api.inspect_container, cid)
-            stdin = ((info["Config"] or {}).get("Labels") or {}).get(STDIN_LABEL) == "1"
+            said = ((info["Config"] or {}).get("Labels") or {}).get(STDIN_LABEL)
+            # A container made before the label existed says it by `OpenStdin` alone.
+            stdin = said == "1" if said is not None else bool(info["Config"]["OpenStdin"])
         # Under a runtime that chowns its stdio, stdin is always attached; a spec that reads
         # none has it closed at once, so its main process reads end-of-file.
         attach_stdin = stdin or dockerconfig.chowns_stdio(self._oci_runtime)

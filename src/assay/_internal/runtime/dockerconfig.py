@@ -14,8 +14,9 @@ from .owner import OWNER_LABEL
 
 EXEC_USER_LABEL = "assay.exec-user"
 STDIN_LABEL = "assay.stdin"
-"""On a spawned container: "1" when its main process reads the controller's stdin. Every
-container's stdin is open (see `create_args`), so the engine's `OpenStdin` no longer says."""
+"""On a spawned container: "1" when its main process reads the controller's stdin. Under a
+runtime that `chowns_stdio` every container's stdin is open, so the engine's `OpenStdin` does
+not say."""
 SWITCH_CAPS = ("SETUID", "SETGID", "SETPCAP")
 """All a `switch_user` container holds: the two to switch uids and the one to empty the
 bounding set first. Held by its root processes only: init and keep-alive (which no other uid
