@@ -109,13 +109,20 @@ class Batch:
     def out_dir(self) -> Path:
         return self.out or self.tmp / "out"
 
-    def submissions(self, n: int) -> None:
-        """n submissions of examples/add, every third one wrong."""
+    def submissions(self, n: int, case_sleep_s: float = 0.0) -> None:
+        """n submissions of examples/add, every third one wrong. With `case_sleep_s`, each
+        case's import of the solution sleeps that long first: a candidate container then lives
+        for at least 4 x that, so a test killing it from outside always finds it running (an
+        unslowed one can end in 0.3 s, before a loaded machine's killer gets to it)."""
         for i in range(n):
             good = i % 3 != 2
             name = f"s{i:02d}-{'correct' if good else 'wrong'}"
             src = ADD / "solutions" / ("correct" if good else "wrong")
-            shutil.copytree(src, self.tmp / "subs" / name)
+            dst = self.tmp / "subs" / name
+            shutil.copytree(src, dst)
+            if case_sleep_s:
+                sol = dst / "solution.py"
+                sol.write_text(f"import time\ntime.sleep({case_sleep_s})\n" + sol.read_text())
             self.expect[name] = good
 
     def env(self, host: str | None = None) -> dict[str, str]:
@@ -415,11 +422,12 @@ def test_dockerd_restarted_mid_batch(batch: Batch) -> None:
 
 
 def test_containers_killed_from_outside(batch: Batch) -> None:
-    """`docker kill` of a running candidate or judge, at a random moment of its life."""
-    batch.submissions(7)
+    """`docker kill` of a running candidate or judge, at a random moment of its life (a
+    candidate's life held to at least 3 s, so that the kills land however loaded the host)."""
+    batch.submissions(7, case_sleep_s=0.75)
     rng = random.Random(SEED)
     killed: Counter[str] = Counter()
-    want = {"candidate": 3, "judge": 2}
+    want = {"candidate": 2, "judge": 2}
     stop = threading.Event()
 
     def killer() -> None:
