@@ -73,7 +73,10 @@ case "$rc" in
 esac
 
 step "mutation gate (each named protection removed in a copy: its tests must fail)"
-"$BIN/python" scripts/mutation_gate.py </dev/null || failed+=("mutation gate")
+# A green run of the whole suite on this tree already ran every claiming test unmutated.
+gate_args=()
+[ "$rc" = 0 ] && [ "$#" = 0 ] && gate_args=(--suite-passed)
+"$BIN/python" scripts/mutation_gate.py "${gate_args[@]}" </dev/null || failed+=("mutation gate")
 
 step "proof matrices, runc and gVisor side by side (each reported below)"
 # Alone, the runc matrix leaves the machine about half idle: its resource-exhaustion attacks

@@ -87,3 +87,31 @@ def test_gate_tells_killed_from_survived_and_missing_and_leaves_the_tree_alone()
     assert (out.result, out.ok) == ("MISSING", False)
     assert "elsewhere" in out.detail
     assert judge.read_bytes() == before
+
+
+@pytest.mark.parametrize("suite_passed", [False, True])
+def test_the_unmutated_run_is_skipped_only_when_the_suite_passed(
+    suite_passed: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """test.sh passes --suite-passed only after a green whole-suite run on the same tree; without
+    it the claiming tests run unmutated first, and their failure fails the gate."""
+    baselines: list[int] = []
+
+    def failing_baseline(*args: object, **kwargs: object) -> object:
+        baselines.append(1)
+        return gate.Outcome("(unmutated)", "ERROR", 0.0, "the claiming tests fail")
+
+    def killed(runner: object, files: object, m: object, template: object = None) -> object:
+        return gate.Outcome("judge-exact-bool-int", "KILLED", 0.0, "")
+
+    monkeypatch.setattr(gate, "run_baseline", failing_baseline)
+    monkeypatch.setattr(gate, "run_mutation", killed)
+    monkeypatch.setattr(gate.signal, "signal", lambda *a: None)  # main's SIGTERM handler
+    argv = ["--only", "judge-exact-bool-int"] + (["--suite-passed"] if suite_passed else [])
+    code = gate.main(argv)
+    out = capsys.readouterr().out
+    if suite_passed:
+        assert (code, baselines) == (0, [])
+        assert "not run again: the whole suite passed" in out
+    else:
+        assert (code, baselines) == (1, [1])
