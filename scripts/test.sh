@@ -24,7 +24,7 @@ failed=()
 step() { printf '\n=== %s (at %d s)\n' "$*" "$SECONDS"; }
 
 labelled() {
-    # One line per leftover object, "<kind> <id>", across the three kinds the harness creates.
+    # One line per leftover object, "<kind> <id>": what the harness and the tests create.
     local c v n
     c="$(docker ps -aq --no-trunc --filter label=assay.grading)" \
         && v="$(docker volume ls -q --filter label=assay.grading)" \
@@ -36,10 +36,18 @@ labelled() {
     # The runc backend keeps no engine objects: its containers, mounts and cgroups.
     "$BIN/python" -c 'from assay._internal.runtime.oci.runtime import OciRuntime
 for name in OciRuntime().leftovers(): print("runc", name)' || return 1
+    # The fault tests' private engines and small file systems (tests/faultkit.py).
+    PYTHONPATH=tests "$BIN/python" -c 'import faultkit
+for root in faultkit.leftovers(): print("fault-injection directory", root)' || return 1
 }
 # Gradings of a controller that was killed earlier (SIGKILL, reboot) cannot clean up after
 # themselves; gc removes only those, never a grading whose controller still runs.
 "$BIN/assay" gc </dev/null >/dev/null || echo "test.sh: assay gc failed (continuing)" >&2
+# What a killed earlier run of the fault tests left (a private dockerd, its mounts): not ours
+# to keep, and not labelled, so `assay gc` does not know it.
+PYTHONPATH=tests "$BIN/python" -c 'import faultkit
+for root in faultkit.sweep_abandoned(): print("test.sh: removed", root, "(a killed run left it)")' \
+    </dev/null >&2 || echo "test.sh: sweeping killed runs' fault directories failed (continuing)" >&2
 before="$(labelled)" || before=""
 # The host's /dev/null as a fresh Debian machine has it. A runtime handed it as a container's
 # stdio may chown it (runsc always, runc before 1.1.5); the suite must leave it as it is here.
@@ -154,7 +162,7 @@ if [ "$gvisor_rc" != 0 ] || [ "$v11_rc" != 0 ]; then
 fi
 rm -rf "$gvisor_out"
 
-step "leftovers labelled assay.grading"
+step "leftovers (labelled assay.grading, runc state, fault-injection directories)"
 if ! after="$(labelled)"; then
     failed+=("leftover check (docker did not answer)")
 elif [ -n "$after" ]; then
@@ -163,7 +171,7 @@ elif [ -n "$after" ]; then
         BEGIN { n = split(before, b, "\n"); for (i = 1; i <= n; i++) old[b[i]] = 1 }
         NR <= 30 { print $0 ($0 in old ? "  (already there before the suite started)" : "") }
         END { if (NR > 30) print "... and " NR - 30 " more" }' <<<"$after"
-    failed+=("leftovers: $(wc -l <<<"$after") object(s) labelled assay.grading")
+    failed+=("leftovers: $(wc -l <<<"$after") object(s)")
 else
     echo "none"
 fi

@@ -28,8 +28,8 @@ class PrivateEngine:
     """A dockerd of our own under a fresh /tmp directory (short: unix socket paths are capped
     at 108 bytes, and containerd puts its sockets several levels below the exec root)."""
 
-    def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="assay-fd.", dir="/tmp"))
+    def __init__(self, top: Path = Path("/tmp")) -> None:
+        self.root = claimed_dir(ENGINE_PREFIX, top)
         self.sock = self.root / "docker.sock"
         self.proc: subprocess.Popen[bytes] | None = None
         self.restarts = 0
@@ -136,20 +136,93 @@ class PrivateEngine:
 
     def _kill_strays(self) -> None:
         # containerd and its shims name our exec root on their command lines; a SIGKILLed
-        # dockerd leaves them running. Nothing else on the host mentions this fresh path.
-        me = str(self.root).encode()
-        for pid in _pids():
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if me in cmdline and pid != os.getpid():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+        # dockerd leaves them running.
+        kill_naming(self.root)
+
+
+def kill_naming(root: Path) -> None:
+    """SIGKILL, by PID, every process whose command line names `root`: a directory one of
+    these helpers made, so nothing but the processes started on it mention it."""
+    me = str(root).encode()
+    for pid in _pids():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if me in cmdline and pid != os.getpid():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _pids() -> list[int]:
     return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+# -- what a killed run left ----------------------------------------------------------------
+#
+# A test run ended by SIGKILL or SIGTERM (pytest runs no finalizer on either) leaves its
+# private engine running, with its bind mounts, and its small file systems mounted. Each such
+# directory names the process that made it (OWNER); the next run, and scripts/test.sh, remove
+# every one whose maker is gone. None of it is labelled assay.grading, so `assay gc` and the
+# engine's leftover check never saw it.
+
+ENGINE_PREFIX = "assay-fd."
+SMALLFS_PREFIX = "assay-fullfs."
+PREFIXES = (ENGINE_PREFIX, SMALLFS_PREFIX)
+OWNER = ".owner"
+UNCLAIMED_GRACE_S = 60.0
+"""A directory with no owner file is left alone this long after its last change: its maker
+may be between mkdtemp and writing the file."""
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (so a reused PID is not its maker)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def claimed_dir(prefix: str, top: Path = Path("/tmp")) -> Path:
+    """A fresh directory under `top` that names this process as its maker."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir=top))
+    (root / OWNER).write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
+    return root
+
+
+def abandoned(root: Path) -> bool:
+    """Whether the process that made `root` is gone (a directory made before owners were
+    written counts, once UNCLAIMED_GRACE_S old: only killed runs left those)."""
+    try:
+        pid_s, start = (root / OWNER).read_text().split()
+        pid = int(pid_s)
+    except FileNotFoundError:
+        try:
+            return time.time() - root.stat().st_mtime > UNCLAIMED_GRACE_S
+        except OSError:
+            return False  # removed meanwhile
+    except (OSError, ValueError):
+        return True  # a torn owner file: its maker died writing it
+    return _start_time(pid) != start
+
+
+def leftovers(top: Path = Path("/tmp")) -> list[Path]:
+    """Every directory these helpers made under `top`, abandoned or not."""
+    return sorted(p for prefix in PREFIXES for p in top.glob(prefix + "*") if p.is_dir())
+
+
+def sweep_abandoned(top: Path = Path("/tmp")) -> list[Path]:
+    """Remove what killed runs left under `top`: the processes naming each abandoned
+    directory (by PID), its mounts, the directory. Returns the directories removed."""
+    swept = []
+    for root in leftovers(top):
+        if abandoned(root):
+            kill_naming(root)
+            unmount_below(root)
+            shutil.rmtree(root, ignore_errors=True)
+            swept.append(root)
+    return swept
 
 
 def mounts_below(root: Path) -> list[str]:
@@ -169,10 +242,14 @@ def unmount_below(root: Path) -> None:
 
 
 class SmallFs:
-    """A tmpfs of `size` bytes at a fresh directory, for an output directory that fills up."""
+    """A tmpfs of `size` bytes at a fresh directory, for an output directory that fills up. It
+    is mounted one level below the directory this process claims, so the owner file stays in
+    sight."""
 
     def __init__(self, size: int) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix="assay-fullfs.", dir="/tmp"))
+        self.root = claimed_dir(SMALLFS_PREFIX)
+        self.path = self.root / "fs"
+        self.path.mkdir()
         subprocess.run(
             ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(self.path)],
             check=True,
@@ -180,8 +257,8 @@ class SmallFs:
         )
 
     def close(self) -> None:
-        unmount_below(self.path)
-        shutil.rmtree(self.path, ignore_errors=True)
+        unmount_below(self.root)
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 class DelayProxy:

@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from e2e import EXAMPLES
-from faultkit import DelayProxy, PrivateEngine, SmallFs
+from faultkit import DelayProxy, PrivateEngine, SmallFs, sweep_abandoned
 
 from assay._internal.runtime.base import LABEL, ROLE_LABEL
 from assay._internal.runtime.scope import TEMP_PREFIX
@@ -66,6 +66,8 @@ def engine(base_image: str) -> Iterator[PrivateEngine]:
     if os.geteuid() != 0:
         pytest.fail("fault injection starts its own dockerd and mounts a tmpfs: run as root")
     host_bridge = Path("/sys/class/net/docker0").exists()
+    for root in sweep_abandoned():
+        print(f"removed {root}: a killed run's private engine or file system")
     eng = PrivateEngine()
     try:
         eng.start()
@@ -504,7 +506,7 @@ def test_output_filesystem_full(batch: Batch) -> None:
         final, started = batch.rerun_completes()
     finally:
         fs.close()
-    assert not fs.path.exists()
+    assert not fs.root.exists()
     ROWS.append(
         Row(
             "output directory's file system full (tmpfs, 24 KiB free)",
