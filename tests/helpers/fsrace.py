@@ -9,7 +9,8 @@ import io
 import os
 import signal
 import tarfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -106,3 +107,14 @@ def no_hang() -> Iterator[None]:
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, previous)
+
+
+def rounds(least: int, enough: Callable[[], bool], limit_s: float = 20.0) -> Iterator[int]:
+    """At least `least` rounds of a race, then more until `enough()` says the racing thread has
+    shown every state the test needs (a loaded machine may run it rarely: 500 rounds once saw no
+    refusal) or `limit_s` has passed (under no_hang's 30 s); the caller asserts it after."""
+    deadline = time.monotonic() + limit_s
+    i = 0
+    while i < least or (not enough() and time.monotonic() < deadline):
+        yield i
+        i += 1

@@ -19,6 +19,7 @@ from helpers.fsrace import (  # noqa: F401  (no_fd_leak, no_hang: autouse fixtur
     no_fd_leak,
     no_hang,
     open_fds,
+    rounds,
 )
 from helpers.fsrace import tar_entries as read
 
@@ -381,7 +382,7 @@ def test_swapping_a_directory_for_a_symlink_never_leaks_its_target(tmp_path: Pat
     thread = threading.Thread(target=swapper)
     thread.start()
     try:
-        for _ in range(300):
+        for _ in rounds(300, lambda: swaps[0] > 10 and seen == {"symlink", "dir"}):
             data = archive(base, "")
             assert PASSWD not in data
             for name, (kind, content, _m) in read(data).items():
@@ -603,7 +604,7 @@ def test_extract_racing_a_symlink_swap_never_writes_outside(tmp_path: Path) -> N
     thread = threading.Thread(target=swapper)
     thread.start()
     try:
-        for _ in range(500):
+        for _ in rounds(500, lambda: written > 0 and refused > 0):
             for rel, tar in (("d", data), ("", deep)):
                 try:
                     extract_tar(base, rel, tar)
@@ -638,7 +639,7 @@ def test_extract_racing_a_replanted_symlink_never_writes_through_it(tmp_path: Pa
     thread = threading.Thread(target=planter)
     thread.start()
     try:
-        for _ in range(500):
+        for _ in rounds(500, lambda: written > 0):
             try:
                 extract_tar(dest, "", data)
                 written += 1
