@@ -37,11 +37,17 @@ ADD = EXAMPLES / "add"
 
 
 @pytest.fixture(scope="module")
-def cluster(docker_runtime: DockerRuntime) -> Iterator[LocalCluster]:
+def cluster(
+    docker_runtime: DockerRuntime, request: pytest.FixtureRequest
+) -> Iterator[LocalCluster]:
     c = start_cluster(nodes=2, slots=2)
+    failed = request.session.testsfailed
     try:
         yield c
     finally:
+        if request.session.testsfailed > failed:
+            # Shown with the module's last test: what the cluster said before it is removed.
+            print(c.log_tails())
         c.stop()
 
 

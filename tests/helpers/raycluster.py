@@ -151,6 +151,20 @@ class LocalCluster:
                 raise RuntimeError(f"cluster has not {n} live nodes: {out.stdout} {out.stderr}")
             time.sleep(1)
 
+    def log_tails(self, limit: int = 3000) -> str:
+        """The end of each node's log and of the head's GCS and raylet logs: why a cluster went
+        away (CI on 65d3103 lost the head's GCS and its logs went with the temp dir)."""
+        logs = [n.log for n in self.nodes]
+        logs += sorted((self.root / "ray").glob("session_latest/logs/gcs_server.*"))
+        logs += sorted((self.root / "ray").glob("session_latest/logs/raylet*.err"))
+        parts = []
+        for log in logs:
+            with contextlib.suppress(OSError):
+                parts.append(
+                    f"--- {log.name}\n" + log.read_bytes()[-limit:].decode(errors="replace")
+                )
+        return "\n".join(parts)
+
     def stop(self) -> None:
         for node in reversed(self.nodes):
             node.stop()
