@@ -151,7 +151,7 @@ else
     gate
     if [ "${#v11[@]}" -gt 0 ]; then
         wait "$v11_pid" || v11_rc=$?
-        echo "gVisor matrix, resource-exhaustion lane, ended at $SECONDS s (exit $v11_rc)"
+        echo "gVisor matrix, resource-exhaustion lane, ended by $SECONDS s (waited for after the gate; exit $v11_rc)"
     fi
     wait "$gvisor_pid" || gvisor_rc=$?
     echo "gVisor matrix ended by $SECONDS s (exit $gvisor_rc)"
