@@ -36,6 +36,12 @@ labelled() {
     # The runc backend keeps no engine objects: its containers, mounts and cgroups.
     "$BIN/python" -c 'from assay._internal.runtime.oci.runtime import OciRuntime
 for name in OciRuntime().leftovers(): print("runc", name)' || return 1
+    # An image view is kept for the next grading, once: a second bind on one is a leak.
+    "$BIN/python" -c 'from collections import Counter
+from assay._internal.runtime.oci import host
+from assay._internal.runtime.oci.rootfs import ROOTFS_CACHE
+for p, n in Counter(host.mounted_under(ROOTFS_CACHE)).items():
+    if n > 1: print("stacked-mounts", n, p)' || return 1
     # The fault tests' private engines and small file systems (tests/faultkit.py).
     PYTHONPATH=tests "$BIN/python" -c 'import faultkit
 for root in faultkit.leftovers(): print("fault-injection directory", root)' || return 1

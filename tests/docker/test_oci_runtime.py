@@ -346,6 +346,49 @@ def test_a_container_runs_on_the_shared_root_that_no_runtime_can_write(
         assert not (tree / "x").exists()
 
 
+def _views_at(view: Path) -> int:
+    return host.mounted_under(view).count(str(view))
+
+
+def test_runtimes_share_one_view_and_gc_takes_down_the_ones_an_older_version_stacked(
+    docker_runtime: Any, base_image: str, tmp_path: Path
+) -> None:
+    """Before 2026-12-06 each runtime instance bound the image's tree at its view once more
+    (`os.path.ismount` is False for a bind within one file system): 3,063 mounts stacked on
+    one view of a CI machine after a day, and every `runc` call reads the whole mount table.
+    Three runtimes now leave one; three binds stacked by hand (what an older version left) go
+    down to one with `collapse_views` (`assay gc`), and a container still runs on it."""
+    tmp_path.chmod(0o755)
+
+    def run_one(rt: OciRuntime) -> Path:
+        gid = "test-" + uuid.uuid4().hex[:12]
+        with GradingScope(rt, gid) as scope:
+            spec = _spec(
+                base_image, gid, command=("ls", "-d", "/candidate"), spawned=True,
+                binds=(Bind(tmp_path, "/candidate"),), workdir="/candidate",
+            )  # fmt: skip
+            cid = scope.container(spec, start=False)
+            view = Path(rt._meta(cid).root)
+            r = rt.run(cid, deadline_s=60, output_cap=4096)
+            assert (r.exit_code, r.stdout) == (0, b"/candidate\n"), r
+        return view
+
+    OciRuntime(docker_runtime.client).collapse_views()  # a host an older version used
+    views = {run_one(OciRuntime(docker_runtime.client)) for _ in range(3)}
+    assert len(views) == 1
+    view = views.pop()
+    assert view.name == "view"
+    assert _views_at(view) == 1
+    for _ in range(2):  # what each runtime of an older version added
+        host.mount(str(view.parent / "rootfs"), view, "", host.MS_BIND, "")
+        host.mount("", view, "", host.MS_BIND | host.MS_REMOUNT | host.MS_RDONLY, "")
+    assert _views_at(view) == 3
+    assert OciRuntime(docker_runtime.client).collapse_views() == 2
+    assert _views_at(view) == 1 and os.statvfs(view).f_flag & os.ST_RDONLY
+    assert run_one(OciRuntime(docker_runtime.client)) == view
+    assert _views_at(view) == 1
+
+
 @pytest.mark.parametrize("backend", ["runc", "docker"])
 def test_a_runs_deadline_counts_from_the_start_not_the_engines_time(
     backend: str, oci: OciRuntime, docker_runtime: Any, base_image: str,

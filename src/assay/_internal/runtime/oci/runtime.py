@@ -426,6 +426,13 @@ class OciRuntime:
         container directory); safe beside running gradings (`assay gc` calls it)."""
         return gc.sweep_stale_state(self._root, self._cli)
 
+    def collapse_views(self) -> int:
+        """`RootfsCache.collapse_views`: the image views an older version stacked, taken down
+        to one each; how many went. Safe beside running gradings (`assay gc` calls it)."""
+        # Views need no engine (gc runs without one): a cache of no client is enough.
+        cache = self._cache_given if self._cache_given is not None else RootfsCache(None)
+        return cache.collapse_views()
+
     def sweep(self, grading_id: str | None = None) -> int:
         return gc.sweep(self._root, self._cli, self._destroy, grading_id)
 
