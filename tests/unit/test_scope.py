@@ -23,9 +23,12 @@ def test_temp_dirs_are_removed_even_when_the_engine_is_gone() -> None:
     scope.container(ContainerSpec(image="img", grading_id=scope.grading_id, role="candidate"))
     pack = scope.tempdir("submission-pack")
     (pack / "packed.tar").write_bytes(b"x" * 100)
+    forgotten: list[str] = []
+    scope.defer(lambda: forgotten.append("marker"))
     with pytest.raises(ConnectionError):
         scope.close()
     assert not pack.exists()
+    assert forgotten == ["marker"]  # what the grading kept elsewhere goes, engine or not
 
 
 class OneStuck(FakeRuntime):

@@ -135,3 +135,27 @@ def test_a_probe_that_did_not_run_is_never_read_as_a_kind_of_path(
         for call in (lambda: s.read_file("solution.py"), lambda: s.write_file("a.py", "")):
             with pytest.raises(UsageError, match=said):
                 call()
+
+
+def test_an_agent_never_collected_leaves_no_decoy_marker_behind(tmp_path: Path) -> None:
+    """A strict task's agent container gets a decoy marker, kept until its workspace is
+    collected. A session closed without grading, and an agent run the engine failed under,
+    never collect: the marker went with the grading all the same (a long-lived `assay serve`
+    kept one per such run before)."""
+    from assay._internal.tiers.core import intake
+
+    rt = FakeRuntime()
+    grader = assay.Grader(runtime=rt, image="img", key=tmp_path / "k.key")
+    with grader.session(ADD):
+        assert len(intake._AGENT_MARKERS) == 1
+    assert intake._AGENT_MARKERS == {}
+
+    class _ExecFails(FakeRuntime):
+        def exec(self, *a: object, **k: object) -> object:  # type: ignore[override]
+            raise assay.errors.EngineError("the engine went away mid-run")
+
+    rt = _ExecFails()
+    grader = assay.Grader(runtime=rt, image="img", key=tmp_path / "k.key")
+    with pytest.raises(assay.errors.InfrastructureError):
+        grader.grade(ADD, assay.Agent("true"))
+    assert intake._AGENT_MARKERS == {}

@@ -54,6 +54,7 @@ class GradingScope:
         self.on_container = on_container
         self._containers: list[str] = []
         self._dirs: list[Path] = []
+        self._deferred: list[Callable[[], object]] = []
 
     def container(self, spec: ContainerSpec, start: bool = True) -> str:
         if spec.grading_id != self.grading_id:
@@ -80,10 +81,15 @@ class GradingScope:
         self._dirs.append(path)
         return path
 
+    def defer(self, forget: Callable[[], object]) -> None:
+        """Call `forget` at close, after the containers and temp dirs went: what a grading
+        keeps outside the scope (the agent's decoy marker) goes with it on every exit path."""
+        self._deferred.append(forget)
+
     def close(self) -> None:
         interrupted: BaseException | None = None
         failure: Exception | None = None
-        for step in (self._remove_containers, self._remove_dirs):
+        for step in (self._remove_containers, self._remove_dirs, self._run_deferred):
             try:
                 try:
                     step()
@@ -114,6 +120,10 @@ class GradingScope:
             failure = failure or exc
         if failure is not None:
             raise failure
+
+    def _run_deferred(self) -> None:
+        while self._deferred:
+            self._deferred.pop()()
 
     def _remove_dirs(self) -> None:
         while self._dirs:

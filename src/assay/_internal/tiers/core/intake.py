@@ -324,6 +324,8 @@ def start_agent(scope: GradingScope, task: Task, image: str, agent_dir: Path | N
     if marker is not None:
         with _MARKERS_LOCK:
             _AGENT_MARKERS[cid] = marker
+        # Not collected (an engine error mid-run, a session closed early): gone all the same.
+        scope.defer(lambda: _take_marker(cid))
     if task.environment is not None:
         seed_workdir(scope, task, image, cid)
     return cid
