@@ -18,6 +18,7 @@ import pytest
 
 from assay._internal.runtime.base import Bind, ContainerSpec, Limits, Scratch, ceilings_hit
 from assay._internal.runtime.oci import host
+from assay._internal.runtime.oci.rootfs import RootfsCache
 from assay._internal.runtime.oci.runtime import OciRuntime
 from assay._internal.runtime.scope import GradingScope
 from assay.errors import EngineError
@@ -311,13 +312,27 @@ def test_put_archive_lands_in_the_mount_the_container_sees(box) -> None:  # type
         rt.put_archive(cid, "/", bad.getvalue())
 
 
+@pytest.fixture
+def private_cache(
+    docker_runtime: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RootfsCache]:
+    """An image cache of this test's own: its view is made by the code under test, never one
+    an earlier test (or process) left mounted, and no other test's containers stand on it."""
+    root = tmp_path_factory.mktemp("images")
+    cache = RootfsCache(docker_runtime.client, root=root / "images")
+    yield cache
+    cache.prune(set())
+    assert host.mounted_under(root) == []
+
+
 def test_a_container_runs_on_the_shared_root_that_no_runtime_can_write(
-    oci: OciRuntime, base_image: str, tmp_path: Path
+    private_cache: RootfsCache, docker_runtime: Any, base_image: str, tmp_path: Path
 ) -> None:
     """Issue 38: a hardened container whose every mount point is a top-level directory of the
     image's unpacked root runs on that root itself, through a view of it bound read-only on
     the host (no overlay, no tmpfs of its own for it); one with a mount point the root lacks
     gets an overlay of its own, and nothing is ever made in the shared tree."""
+    oci = OciRuntime(docker_runtime.client, cache=private_cache)
     gid = "test-" + uuid.uuid4().hex[:12]
     tmp_path.chmod(0o755)
     with GradingScope(oci, gid) as scope:
@@ -351,7 +366,7 @@ def _views_at(view: Path) -> int:
 
 
 def test_runtimes_share_one_view_and_gc_takes_down_the_ones_an_older_version_stacked(
-    docker_runtime: Any, base_image: str, tmp_path: Path
+    private_cache: RootfsCache, docker_runtime: Any, base_image: str, tmp_path: Path
 ) -> None:
     """Before 2026-12-06 each runtime instance bound the image's tree at its view once more
     (`os.path.ismount` is False for a bind within one file system): 3,063 mounts stacked on
@@ -373,8 +388,10 @@ def test_runtimes_share_one_view_and_gc_takes_down_the_ones_an_older_version_sta
             assert (r.exit_code, r.stdout) == (0, b"/candidate\n"), r
         return view
 
-    OciRuntime(docker_runtime.client).collapse_views()  # a host an older version used
-    views = {run_one(OciRuntime(docker_runtime.client)) for _ in range(3)}
+    def runtime() -> OciRuntime:
+        return OciRuntime(docker_runtime.client, cache=private_cache)
+
+    views = {run_one(runtime()) for _ in range(3)}
     assert len(views) == 1
     view = views.pop()
     assert view.name == "view"
@@ -383,9 +400,9 @@ def test_runtimes_share_one_view_and_gc_takes_down_the_ones_an_older_version_sta
         host.mount(str(view.parent / "rootfs"), view, "", host.MS_BIND, "")
         host.mount("", view, "", host.MS_BIND | host.MS_REMOUNT | host.MS_RDONLY, "")
     assert _views_at(view) == 3
-    assert OciRuntime(docker_runtime.client).collapse_views() == 2
+    assert runtime().collapse_views() == 2
     assert _views_at(view) == 1 and os.statvfs(view).f_flag & os.ST_RDONLY
-    assert run_one(OciRuntime(docker_runtime.client)) == view
+    assert run_one(runtime()) == view
     assert _views_at(view) == 1
 
 
