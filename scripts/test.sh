@@ -91,7 +91,7 @@ gate() {
     # A green run of the whole suite on this tree already ran every claiming test unmutated.
     local args=()
     [ "$rc" = 0 ] && [ "$npytest_args" = 0 ] && args=(--suite-passed)
-    # A process group of its own, as the matrices', so the trap's SIGINT reaches it: it stops
+    # A process group of its own, as the matrices', so the trap's SIGTERM reaches it: it stops
     # its test runs and removes its copies.
     set -m
     "$BIN/python" scripts/mutation_gate.py "${args[@]}" </dev/null &
@@ -110,8 +110,9 @@ step "proof matrices, runc and gVisor side by side (each reported below, the mut
 # no limit". So the gVisor matrix runs its other attacks and the controls beside the runc
 # matrix, and its V11 attacks once the runc matrix has ended. That lane is mostly waits (13 of
 # its cells wait out a 20 s deadline), so the mutation gate runs beside it: 125 s of CI. Each
-# run has a process group of its own (set -m), and the trap hands it a Ctrl-C's SIGINT so it
-# removes its containers.
+# run has a process group of its own (set -m), and the trap hands it SIGTERM, which each takes
+# as Ctrl-C and removes its containers (a SIGINT would be ignored when this script runs as a
+# background job of another, which starts it with SIGINT ignored).
 matrix_out="$(mktemp -d /tmp/assay-matrix.XXXXXX)"
 gvisor_out="$(mktemp -d /tmp/assay-matrix-runsc.XXXXXX)"
 v11=() others=()
@@ -127,7 +128,7 @@ gvisor() {  # T2, T3 and Harbor under gVisor through the engine, compared with d
         --jobs "${ASSAY_MATRIX_JOBS:-3}" "$@" </dev/null
 }
 pids=()
-trap '[ "${#pids[@]}" -eq 0 ] || kill -INT -- "${pids[@]/#/-}" 2>/dev/null; wait; exit 130' INT TERM
+trap '[ "${#pids[@]}" -eq 0 ] || kill -TERM -- "${pids[@]/#/-}" 2>/dev/null; wait; exit 130' INT TERM
 set -m
 "$BIN/assay" matrix --jobs "${ASSAY_MATRIX_JOBS:-3}" --markdown "$matrix_out/matrix.md" \
     --json "$matrix_out/matrix.json" </dev/null >"$matrix_out/matrix.log" 2>&1 &

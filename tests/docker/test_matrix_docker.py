@@ -97,3 +97,44 @@ def test_json_nan_comparator_is_blocked_on_t3() -> None:
         controls=(),
     )
     assert [(r.observed, r.reason) for r in rows] == [("blocked", "candidate:invalid-output")]
+
+
+def test_sigterm_stops_the_matrix_as_ctrl_c_does_with_sigint_ignored() -> None:
+    """A CI script's background job starts with SIGINT ignored, so the Ctrl-C its trap passes
+    on does nothing; SIGTERM used to end `assay matrix` on the spot, its containers left to the
+    end-of-run check. Now SIGTERM is Ctrl-C: the cells running finish and remove their
+    containers, no other cell starts, exit 130. Also shows that a Ctrl-C no longer runs every
+    queued cell before the command ends."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    # Quick cells (none waits out a deadline), so the running ones end soon after the signal.
+    attacks = sorted(a.name for a in (ROOT / "corpus").glob("always-equal-*"))
+    attacks += sorted(a.name for a in (ROOT / "corpus").glob("json-*"))
+    argv = [sys.executable, "-m", "assay", "matrix", "--tiers", "t2,t3", "--jobs", "2"]
+    for a in attacks:
+        argv += ["--attack", a]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.strip(), proc.stderr.read() if proc.stderr else ""
+        proc.send_signal(signal.SIGINT)  # ignored, as under the CI script
+        time.sleep(0.5)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, (proc.returncode, err[-2000:])
+    assert "interrupted" in err
+    rows = [line for line in (first + out).splitlines() if line.strip()]
+    cells = len(attacks) * 2  # and the controls
+    assert len(rows) < cells, rows  # the queued cells never ran

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from assay._internal.proof.matrix import (
     load_attack,
     load_corpus,
     problems,
+    run_lanes,
     task_for,
 )
 from assay._internal.runtime import Runtime
@@ -329,3 +331,53 @@ def test_a_compare_run_holds_a_flag_only_where_it_stopped_the_attack_as_the_tabl
     assert problems(fresh, [attack], ["t0", "t1", "t2", "t3"], exempt) == [
         "attack a on t2: expected a tamper signal, observed none (r)"
     ]
+
+
+def test_an_interrupt_stops_every_job_that_has_not_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C while the matrix runs: the pools' exit used to run every queued job first (the
+    whole matrix, minutes). Now the jobs running then end, and no other starts. The jobs that
+    run hold until every future was cancelled, so no worker can take a next one meanwhile:
+    at most job 0 and job 2 of the pool (taken by the worker whose job raised) and the
+    lane's first."""
+    import concurrent.futures
+    import threading
+
+    started: list[int] = []
+    lock = threading.Lock()
+    everything_cancelled = threading.Event()
+    total = 50
+    calls = 0
+    real_cancel = concurrent.futures.Future.cancel
+
+    def cancel(self: concurrent.futures.Future[None]) -> bool:
+        nonlocal calls
+        out = real_cancel(self)
+        calls += 1
+        if calls == total:
+            everything_cancelled.set()
+        return out
+
+    monkeypatch.setattr(concurrent.futures.Future, "cancel", cancel)
+
+    def job(n: int) -> Callable[[], Row]:
+        def run() -> Row:
+            with lock:
+                started.append(n)
+            if n == 1:
+                raise KeyboardInterrupt
+            everything_cancelled.wait(0.5)
+            return _row(f"a{n}", "t2", "blocked", "blocked")
+
+        return run
+
+    def run_one(j: Callable[[], Row]) -> None:
+        j()
+
+    exclusive = [job(100 + n) for n in range(10)]
+    shared = [job(n) for n in range(total - 10)]
+    with pytest.raises(KeyboardInterrupt):
+        run_lanes(exclusive, shared, 2, run_one)
+    assert everything_cancelled.is_set()
+    assert set(started) <= {0, 1, 2, 100} and 1 in started, sorted(started)

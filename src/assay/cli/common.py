@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import NoReturn, TypeVar
 
 import click
@@ -70,3 +72,19 @@ def exit_codes(
         # not end as a traceback with exit 1, the code for FAILED: it is no verdict (exit 3).
         say_error(f"assay: {InternalError.reason}: {type(exc).__name__}: {str(exc)[:300]}")
         sys.exit(InternalError.exit_code)
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def term_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM handled as Ctrl-C while the block runs: what a supervisor (CI, a job runner)
+    sends reaches the same clean-up, and it does when the parent started this with SIGINT
+    ignored (a background job of a script), where Ctrl-C's SIGINT is ignored too."""
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -7,10 +7,8 @@ Exit codes: 0 every job has a signed verdict (passed or failed); 2 usage or task
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
 
 import click
 from rich.console import Console
@@ -41,7 +39,7 @@ from assay.batch import (
 from assay.errors import UsageError
 from assay.runtime import START_DOCKER_FIX
 
-from .common import engine_options, exit_codes
+from .common import engine_options, exit_codes, term_as_ctrl_c
 
 EXIT_OK, EXIT_ERRORS, EXIT_INTERRUPTED = 0, 3, 130
 
@@ -54,10 +52,6 @@ class RateColumn(ProgressColumn):
         if elapsed <= 0 or task.completed <= 0:
             return Text("--/min", style="progress.data.speed")
         return Text(f"{task.completed / elapsed * 60:.1f}/min", style="progress.data.speed")
-
-
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 @click.command("grade-many")
@@ -128,8 +122,7 @@ def grade_many_cmd(
     retry them), 130 when interrupted (rerun to resume), 2 on usage errors.
     """
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
+    with term_as_ctrl_c():
         with exit_codes(interrupted="interrupted before any grading started"):
             jobs = _jobs(task_dir, manifest, submissions, predictions)
             grader = assay.Grader(
@@ -161,8 +154,6 @@ def grade_many_cmd(
                     result = drain(batch.run(out, progress))
             finally:
                 grader.close()  # the reused judges go with the batch's last grading
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     t = result.tally
     err.print(
         f"passed {t.passed}, failed {t.failed}, errors {t.errors}, not run {result.not_run} "

@@ -34,7 +34,7 @@ from assay._internal.runtime.engine import engine_client, open_runtime
 from assay._internal.tiers.dispatch import TIERS
 from assay.errors import UsageError
 
-from .common import engine_options, exit_codes
+from .common import engine_options, exit_codes, term_as_ctrl_c
 
 TIER_NAMES: dict[str, str] = {
     t: "Harbor" if t == "harbor" else f"{t.upper()} {title}" for t, title in TIER_TITLES.items()
@@ -343,7 +343,10 @@ def matrix_cmd(
     honest control. T0/T1 are unsafe baselines and are only ever run here, in throwaway
     containers."""
     console = Console()
-    with exit_codes(interrupted="interrupted: the running gradings removed their containers"):
+    with (
+        term_as_ctrl_c(),
+        exit_codes(interrupted="interrupted: the running gradings removed their containers"),
+    ):
         chosen = [t.strip() for t in tiers.split(",") if t.strip()]
         if not chosen or any(t not in TIERS for t in chosen):
             raise UsageError(

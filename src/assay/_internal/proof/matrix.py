@@ -20,7 +20,7 @@ import socket
 import threading
 import tomllib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -450,16 +450,7 @@ def run_matrix(
         if on_row is not None:
             on_row(row)
 
-    # Resource-exhaustion attacks get one lane of their own, beside the shared pool, so at most
-    # one of them loads the host at a time and none of them blocks the other jobs.
-    with (
-        ThreadPoolExecutor(max_workers=1) as lane,
-        ThreadPoolExecutor(max_workers=jobs) as pool,
-    ):
-        futures = [lane.submit(run_one, job) for job in exclusive]
-        futures += [pool.submit(run_one, job) for job in shared]
-        for future in futures:
-            future.result()
+    run_lanes(exclusive, shared, jobs, run_one)
     order = {a.id: i for i, a in enumerate(attacks)}
     ctl = {c.id: i for i, c in enumerate(controls)}
     rows.sort(
@@ -470,6 +461,34 @@ def run_matrix(
         )
     )
     return rows
+
+
+def run_lanes(
+    exclusive: Sequence[Callable[[], Row]],
+    shared: Sequence[Callable[[], Row]],
+    jobs: int,
+    run_one: Callable[[Callable[[], Row]], None],
+) -> None:
+    """Run every job: the resource-exhaustion ones (`exclusive`) in a lane of their own beside
+    the shared pool, so at most one of them loads the host at a time and none of them blocks
+    the other jobs. On Ctrl-C (or a job's exception) no job that has not started will; the
+    running ones end, their gradings removing their containers, before it is raised."""
+    with (
+        ThreadPoolExecutor(max_workers=1) as lane,
+        ThreadPoolExecutor(max_workers=jobs) as pool,
+    ):
+        futures = [lane.submit(run_one, job) for job in exclusive]
+        futures += [pool.submit(run_one, job) for job in shared]
+        try:
+            wait(futures, return_when=FIRST_EXCEPTION)
+            for future in futures:
+                if future.done() and not future.cancelled():
+                    future.result()  # the first job that raised, raised here
+        except BaseException:
+            # Else the pools' exit would run every queued job first: minutes after a Ctrl-C.
+            for future in futures:
+                future.cancel()
+            raise
 
 
 def control_grades_on(control: Control, examples: Path, tier: Tier) -> bool:
