@@ -42,9 +42,10 @@ def write_one():
         f.write("1\n")
 
 
-def held_at_exit(pid):
+def held_at_exit(pid, ready):
     if libc.ptrace(PTRACE_SEIZE, pid, None, ctypes.c_void_p(PTRACE_O_TRACEEXIT)) != 0:
         return False
+    os.close(ready)
     while True:
         _, status = os.waitpid(pid, WALL)
         if not os.WIFSTOPPED(status):
@@ -57,12 +58,17 @@ def held_at_exit(pid):
         libc.ptrace(PTRACE_CONT, pid, None, ctypes.c_void_p(sig))
 
 
+# solve.sh returns only once the writer holds the script (or polls for it): else, on a loaded
+# machine, the script could end before the writer is even scheduled, and nothing would hold it.
+ready_r, ready_w = os.pipe()
 if tests and os.fork() == 0:
+    os.close(ready_r)
     os.setsid()
     if os.fork() == 0:
         for fd in range(3):
             os.close(fd)  # the script's $(...) waits for our stdout to close
-        if not held_at_exit(tests):
+        if not held_at_exit(tests, ready_w):
+            os.close(ready_w)
             while True:
                 try:
                     if open(f"/proc/{tests}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
@@ -72,6 +78,8 @@ if tests and os.fork() == 0:
                 time.sleep(0.0005)
             write_one()
     os._exit(0)
+os.close(ready_w)
+os.read(ready_r, 1)  # EOF once the writer has attached, or given up attaching, or died
 PY
 echo 0000000000000000
 SH
