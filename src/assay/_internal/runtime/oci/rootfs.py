@@ -374,7 +374,7 @@ class RootfsCache:
         # The read-only view goes first (running containers keep theirs: a lazy unmount).
         # Renamed away then: a crash halfway through the removal leaves a `.tmp-*`
         # directory for the sweep, never a half-deleted tree under its image's name.
-        while _shows(path / "view", path / "rootfs"):  # older versions stacked them
+        for _ in range(len(host.mounted_under(path / "view"))):  # older versions stacked them
             host.umount(path / "view")
         grave = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-rm-", dir=self.root))
         os.rename(path, grave / "old")
@@ -385,7 +385,7 @@ def _shows(view: Path, tree: Path) -> bool:
     """Whether a bind of `tree` is mounted at `view`. Not `os.path.ismount`: it tells a mount
     by a change of device, and a bind within one file system keeps it."""
     try:
-        seen, made = os.stat(view), os.stat(tree)
+        seen, made = os.lstat(view), os.stat(tree)  # a link at `view` is no view
     except OSError:
         return False
     return (seen.st_dev, seen.st_ino) == (made.st_dev, made.st_ino)
