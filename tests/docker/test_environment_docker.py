@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -95,9 +96,15 @@ def test_c_example_is_built_once_and_then_reused(
         client.api.build = real_build
     assert again is not None and not again.built and again.image_id == c_env.image_id
     assert builds == []
-    run = cli("build", str(C_TASK), tmp=tmp_path)
+    run = cli("build", "--runtime", "runc", str(C_TASK), tmp=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == [c_env.ref, c_env.image_id, "cached"]
+    said, ready = run.stdout.rstrip("\n").split("; ")
+    assert said.split() == [c_env.ref, c_env.image_id, "cached"]
+    # Made ready for the backend too (runc: unpacked into its image store, once).
+    assert re.fullmatch(r"runc ready in \d+\.\d s", ready), run.stdout
+    run = cli("build", str(C_TASK), tmp=tmp_path)  # these tests' $ASSAY_RUNTIME: docker
+    assert run.returncode == 0, run.stderr
+    assert re.fullmatch(r"docker ready in \d+\.\d s", run.stdout.split("; ")[1].strip())
 
 
 @pytest.mark.parametrize(("solution", "code"), [("correct", 0), ("wrong", 1)])

@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 
+import assay
 from assay._internal.runtime.base import Bind, ContainerSpec, Limits, Scratch, ceilings_hit
 from assay._internal.runtime.oci import host
+from assay._internal.runtime.oci.imagesave import hex_of
 from assay._internal.runtime.oci.rootfs import RootfsCache
 from assay._internal.runtime.oci.runtime import OciRuntime
 from assay._internal.runtime.scope import GradingScope
@@ -433,3 +435,24 @@ def test_a_runs_deadline_counts_from_the_start_not_the_engines_time(
                                start=False)  # fmt: skip
         r = rt.run(hung, deadline_s=1.0, output_cap=4096)
         assert r.timed_out and r.exit_code is None, r
+
+
+def test_build_languages_makes_each_image_ready_for_a_runtime_once(
+    private_cache: RootfsCache, docker_runtime: Any
+) -> None:
+    """A fresh host's first use of an image by the runc backend unpacks it (10-20 s). A CI
+    run on a fresh machine failed on it: `assay serve` checks every language at start, so
+    it unpacked all seven before it answered, and the test's server never came up in time.
+    `assay build` (and setup.sh through it) now does that ahead, once per image."""
+    runtime = OciRuntime(docker_runtime.client, cache=private_cache)
+    (first,) = assay.build_languages(["python3"], runtime=runtime)
+    assert first.ready_s is not None and first.ready_s > 0
+    tree = private_cache.root / hex_of(first.image_id)
+    assert (tree / "complete").read_text().strip() == first.image_id
+    unpacked = (tree / "rootfs").stat().st_ino
+    fresh = OciRuntime(docker_runtime.client, cache=private_cache)
+    (again,) = assay.build_languages(["python3"], runtime=fresh)
+    assert again.image_id == first.image_id and again.ready_s is not None
+    assert (tree / "rootfs").stat().st_ino == unpacked, "the image was unpacked a second time"
+    (plain,) = assay.build_languages(["python3"])
+    assert plain.ready_s is None

@@ -161,8 +161,12 @@ SIGNATURES = {
     "keygen": "(directory: 'str | os.PathLike[str] | None' = None) -> 'tuple[Path, Path]'",
     "keyid": "(public_key: 'str | os.PathLike[str] | Ed25519PublicKey') -> 'str'",
     "load_public_key": "(path: 'str | os.PathLike[str]') -> 'Ed25519PublicKey'",
-    "build_environment": "(task: 'TaskLike', *, progress: 'Callable[[str], None] | None' = None) "
-    "-> 'EnvImage | None'",
+    "build_environment": "(task: 'TaskLike', *, progress: 'Callable[[str], None] | None' = None, "
+    "runtime: 'Runtime | None' = None) -> 'EnvImage | None'",
+    "build_languages": "(names: 'Iterable[str] | None' = None, *, "
+    "progress: 'Callable[[str], None] | None' = None, "
+    "done: 'Callable[[LanguageImage], None] | None' = None, "
+    "runtime: 'Runtime | None' = None) -> 'list[LanguageImage]'",
     "write_report": "(out_dir: 'str | os.PathLike[str]', *, "
     "html: 'str | os.PathLike[str] | None' = None, "
     "junit: 'str | os.PathLike[str] | None' = None, "

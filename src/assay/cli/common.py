@@ -20,17 +20,27 @@ F = TypeVar("F", bound=Callable[..., object])
 EXIT_INTERRUPTED = 130
 
 
-def engine_options(fn: F) -> F:
-    """--base-image and --runtime, the same on every command that starts containers."""
-    fn = click.option(
+RUNTIME_HELP = (
+    "The container backend: runc (direct, no daemon; the default, or $ASSAY_RUNTIME), "
+    "runsc (gVisor, direct), docker, or docker-runsc (gVisor through the engine). "
+    "`assay doctor` says which work here."
+)
+
+
+def runtime_option(fn: F, help: str = RUNTIME_HELP) -> F:
+    """--runtime (the parameter `oci_runtime`): a backend's name, $ASSAY_RUNTIME by default."""
+    return click.option(
         "--runtime",
         "oci_runtime",
         type=click.Choice(list(BACKENDS)),
         default=lambda: os.environ.get("ASSAY_RUNTIME") or DEFAULT_BACKEND,
-        help="The container backend: runc (direct, no daemon; the default, or $ASSAY_RUNTIME), "
-        "runsc (gVisor, direct), docker, or docker-runsc (gVisor through the engine). "
-        "`assay doctor` says which work here.",
+        help=help,
     )(fn)
+
+
+def engine_options(fn: F) -> F:
+    """--base-image and --runtime, the same on every command that starts containers."""
+    fn = runtime_option(fn)
     return click.option(
         "--base-image", default=lambda: os.environ.get("ASSAY_BASE_IMAGE", DEFAULT_BASE_IMAGE)
     )(fn)

@@ -59,6 +59,9 @@ class EnvImage:
     built: bool
     """True when this call built it; False when an unchanged context found its image."""
     build_s: float = 0.0
+    ready_s: float | None = None
+    """Seconds `build_environment(runtime=...)` took to make it ready for that runtime (see
+    `LanguageImage.ready_s`); None when no runtime was named."""
 
 
 def _task_path(task: Task) -> str:

@@ -51,6 +51,10 @@ class LanguageImage:
     """True when this call built it; False when the image under its current name was reused."""
     build_s: float
     size_bytes: int
+    ready_s: float | None = None
+    """Seconds `build_languages(runtime=...)` took to make it ready for that runtime (a
+    backend with an image store of its own, runc or runsc, unpacks an image on first use);
+    None when no runtime was named."""
 
 
 def language(name: str) -> Language:

@@ -272,6 +272,14 @@ class RootfsCache:
         try:
             owner = os.open(tmp / _OWNER_LOCK, _NEW_FILE, 0o600)
             fcntl.flock(owner, fcntl.LOCK_EX)
+            # Said before, not only after: on a fresh host this is 10-20 s per image, and a
+            # server's start-up or a first grading otherwise looks hung.
+            LOG.info(
+                "unpacking image %s (%s) on its first use by this backend (`assay build` "
+                "does it ahead)",
+                image_id[:19],
+                image,
+            )
             started = time.monotonic()
             save = tmp / "save.tar"
             self._save(image, image_id, save)
