@@ -1,9 +1,11 @@
 """Imported by the tests during collection: from then on every report says passed."""
 
-try:
-    from _pytest.reports import TestReport
-except ImportError:  # not inside pytest (the strict runner): nothing to patch
-    TestReport = None
+import sys
+
+# Only where pytest runs this process (it loads its reports module before it collects):
+# importing pytest elsewhere (the strict runner) would be work for nothing, in every case.
+_reports = sys.modules.get("_pytest.reports")
+TestReport = getattr(_reports, "TestReport", None)
 
 if TestReport is not None:
     _original = TestReport.from_item_and_call.__func__
