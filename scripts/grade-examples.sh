@@ -15,6 +15,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# As in test.sh: the Python processes of each grading must not compile assay again each time.
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX="$ROOT/.cache/pycache"
 bash scripts/setup.sh
 
 ASSAY="$ROOT/.venv/bin/assay"

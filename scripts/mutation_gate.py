@@ -1142,6 +1142,9 @@ class Runner:
             [str(copy / "src"), *filter(None, [env.get("PYTHONPATH")])]
         )
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        # The copy's own __pycache__ (from the template) is what it must read; a prefix, as
+        # scripts/test.sh sets, would send every lookup elsewhere.
+        env.pop("PYTHONPYCACHEPREFIX", None)
         argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, *tests]
         if self.stopping.is_set():
             return -1, "interrupted"
@@ -1394,6 +1397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("mutation gate: no mutation selected", file=sys.stderr)
         return 2
     runner = Runner(a.timeout)
+    sys.pycache_prefix = None  # the template's bytecode goes beside its sources: see Runner.pytest
     signal.signal(signal.SIGTERM, _interrupt)  # stop as on Ctrl-C: children, then the copies
     files = repo_files()
     started = time.monotonic()

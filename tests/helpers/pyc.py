@@ -3,8 +3,8 @@ engine tests of the compiled-Python rule."""
 
 from __future__ import annotations
 
-import importlib.util
 import py_compile
+import sys
 from pathlib import Path
 
 FAKE_GENERATOR = """
@@ -19,7 +19,10 @@ def plant_unchecked_pyc(root: Path, rel: str, source: str) -> Path:
     src = root / rel
     fake = src.with_name("planted_src.py")
     fake.write_text(source)
-    pyc = Path(importlib.util.cache_from_source(str(src)))
+    # Beside the source, where a Python in the container looks; never under this process's
+    # PYTHONPYCACHEPREFIX (scripts/test.sh sets one), which cache_from_source would follow.
+    pyc = src.parent / "__pycache__" / f"{src.stem}.{sys.implementation.cache_tag}.pyc"
+    pyc.parent.mkdir(exist_ok=True)
     py_compile.compile(
         str(fake), cfile=str(pyc), invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH
     )

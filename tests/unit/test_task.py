@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -142,11 +143,15 @@ def test_a_session_refuses_to_start_on_vcs_history(tmp_path: Path) -> None:
     assert rt.containers == {}, "the agent must not start"
 
 
-def test_a_cached_pyc_runs_instead_of_its_source(tmp_path: Path) -> None:
+def test_a_cached_pyc_runs_instead_of_its_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Why caches matter (issue 23, item 7c): the bytecode cache beside a judge file is what
     Python runs, while the source a reviewer reads, and (before) the digest, stay the same."""
     root = _copy(tmp_path, "canary")
     plant_unchecked_pyc(root, "judge/generate.py", FAKE_GENERATOR)
+    # As the container's Python looks: beside the source, whatever prefix this host process has.
+    monkeypatch.setattr(sys, "pycache_prefix", None)
     spec = importlib.util.spec_from_file_location("gen", root / "judge" / "generate.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
