@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import importlib.util
 import os
 import re
 import shutil
@@ -1135,13 +1134,19 @@ class Runner:
         self._live: dict[int, subprocess.Popen[str]] = {}
         self._lock = threading.Lock()
 
-    def pytest(self, copy: Path, tests: Sequence[str], extra: Sequence[str]) -> tuple[int, str]:
+    def pytest(
+        self, copy: Path, tests: Sequence[str], extra: Sequence[str], write_bytecode: bool = False
+    ) -> tuple[int, str]:
         env = dict(os.environ)
         env.pop("ASSAY_NO_DOCKER", None)  # a docker claim must run, not skip
         env["PYTHONPATH"] = os.pathsep.join(
             [str(copy / "src"), *filter(None, [env.get("PYTHONPATH")])]
         )
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        # A run writes no bytecode: inside its copy a test could leave a __pycache__ in a task
+        # directory (refused at load) for a later test of the same run. warm_bytecode writes.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        if not write_bytecode:
+            env["PYTHONDONTWRITEBYTECODE"] = "1"
         # The copy's own __pycache__ (from the template) is what it must read; a prefix, as
         # scripts/test.sh sets, would send every lookup elsewhere.
         env.pop("PYTHONPYCACHEPREFIX", None)
@@ -1235,9 +1240,18 @@ def make_template(files: Sequence[str], dest: Path) -> None:
     Task fixtures and payloads are left alone (a task with compiled Python in it is refused),
     and so are the test modules (pytest compiles those itself)."""
     make_copy(files, dest)
-    for top, depth in ((dest / "src", None), (dest / "tests", 0), (dest / "tests" / "helpers", 0)):
-        if top.is_dir():
-            compileall.compile_dir(top, maxlevels=depth, quiet=2, rx=_INCONTAINER)
+    # Beside the sources, where the runs look (Runner.pytest), whatever prefix this process has.
+    prefix, sys.pycache_prefix = sys.pycache_prefix, None
+    try:
+        for top, depth in (
+            (dest / "src", None),
+            (dest / "tests", 0),
+            (dest / "tests" / "helpers", 0),
+        ):
+            if top.is_dir():
+                compileall.compile_dir(top, maxlevels=depth, quiet=2, rx=_INCONTAINER)
+    finally:
+        sys.pycache_prefix = prefix
 
 
 def copy_tree(files: Sequence[str], template: Path | None, dest: Path) -> None:
@@ -1248,8 +1262,9 @@ def copy_tree(files: Sequence[str], template: Path | None, dest: Path) -> None:
 
 
 def drop_bytecode(source: Path) -> None:
-    if source.suffix == ".py":
-        Path(importlib.util.cache_from_source(str(source))).unlink(missing_ok=True)
+    if source.suffix == ".py":  # beside the source, as make_template wrote it
+        cached = source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
+        cached.unlink(missing_ok=True)
 
 
 def test_path(node: str) -> str:
@@ -1310,6 +1325,26 @@ def run_baseline(
     return Outcome("(unmutated)", "ERROR", took,
                    f"the claiming tests fail WITHOUT any mutation (pytest exit {code}); "
                    f"fix them first:\n{last_lines(out)}")  # fmt: skip
+
+
+def warm_bytecode(runner: Runner, files: Sequence[str], muts: Sequence[Mutation],
+                  template: Path | None = None) -> Outcome:  # fmt: skip
+    """Compile, once, what every run imports from outside its copy: the venv's packages and
+    pytest's rewritten plugins (122 modules). The runs read that bytecode but write none, so
+    each compiled it all again (about 1.5 s of CPU per run). The claiming test files are
+    collected, bytecode writing on, in a copy removed after."""
+    paths = {test_path(t) for m in muts for t in m.tests}
+    files_ = sorted(p for p in paths if (ROOT / p).is_file())
+    start = time.monotonic()
+    with scratch() as tmp:
+        copy = Path(tmp)
+        copy_tree(files, template, copy)
+        code, out = runner.pytest(copy, files_, ["--collect-only", "-q"], write_bytecode=True)
+    took = time.monotonic() - start
+    if code == 0:
+        return Outcome("(bytecode)", "PASSED", took, f"{len(files_)} test files collected")
+    return Outcome("(bytecode)", "ERROR", took, f"collecting the claiming tests failed "
+                   f"(pytest exit {code}):\n{last_lines(out)}")  # fmt: skip
 
 
 def run_mutation(
@@ -1397,16 +1432,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("mutation gate: no mutation selected", file=sys.stderr)
         return 2
     runner = Runner(a.timeout)
-    sys.pycache_prefix = None  # the template's bytecode goes beside its sources: see Runner.pytest
     signal.signal(signal.SIGTERM, _interrupt)  # stop as on Ctrl-C: children, then the copies
     files = repo_files()
     started = time.monotonic()
     outcomes: list[Outcome] = []
+    warm = Outcome("(bytecode)", "PASSED", 0.0, "not run")
     with scratch() as keep:  # the template each run copies: removed on every exit
         template = Path(keep)
         pool = ThreadPoolExecutor(max_workers=max(1, a.jobs))
         try:
             make_template(files, template)
+            warm = warm_bytecode(runner, files, muts, template)
+            report(warm)
             # The unmutated run goes first into the pool and overlaps the mutations: a kill
             # only counts if it passed, which is decided below, once everything has run. The
             # suite's own green run on this tree ran every claiming test unmutated already.
@@ -1432,7 +1469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pool.shutdown(wait=True)
     if not outcomes[0].ok:  # the claiming tests fail with no mutation: no kill proves anything
         outcomes = outcomes[:1]
-    bad = [o for o in outcomes if not o.ok]
+    bad = [o for o in [warm, *outcomes] if not o.ok]
     killed = sum(o.result == "KILLED" for o in outcomes)
     took = time.monotonic() - started
     print(f"mutation gate: {killed}/{len(muts)} killed in {took:.0f} s", flush=True)

@@ -82,11 +82,28 @@ def test_gate_tells_killed_from_survived_and_missing_and_leaves_the_tree_alone()
     assert gate.run_mutation(runner, files, harmless).result == "SURVIVED"
     real = next(m for m in gate.MUTATIONS if m.name == "judge-exact-bool-int")
     assert gate.run_mutation(runner, files, real).result == "KILLED"
+    assert gate.warm_bytecode(runner, files, [real]).result == "PASSED"
+    broken = replace(harmless, tests=("tests/helpers/pyc.py",))  # collects no test: exit 5
+    assert gate.warm_bytecode(runner, files, [broken]).result == "ERROR"
     absent = replace(harmless, tests=("tests/test_no_such_file.py",), pending="elsewhere")
     out = gate.run_mutation(runner, files, absent)
     assert (out.result, out.ok) == ("MISSING", False)
     assert "elsewhere" in out.detail
     assert judge.read_bytes() == before
+
+
+def _stub_runs(monkeypatch: pytest.MonkeyPatch, warm_up: str) -> None:
+    """No pytest is started: every mutation is killed, the warm-up ends as `warm_up` says."""
+
+    def killed(runner: object, files: object, m: object, template: object = None) -> object:
+        return gate.Outcome("judge-exact-bool-int", "KILLED", 0.0, "")
+
+    def warm(*args: object) -> object:
+        return gate.Outcome("(bytecode)", warm_up, 0.0, "")
+
+    monkeypatch.setattr(gate, "run_mutation", killed)
+    monkeypatch.setattr(gate, "warm_bytecode", warm)
+    monkeypatch.setattr(gate.signal, "signal", lambda *a: None)  # main's SIGTERM handler
 
 
 @pytest.mark.parametrize("suite_passed", [False, True])
@@ -101,12 +118,8 @@ def test_the_unmutated_run_is_skipped_only_when_the_suite_passed(
         baselines.append(1)
         return gate.Outcome("(unmutated)", "ERROR", 0.0, "the claiming tests fail")
 
-    def killed(runner: object, files: object, m: object, template: object = None) -> object:
-        return gate.Outcome("judge-exact-bool-int", "KILLED", 0.0, "")
-
     monkeypatch.setattr(gate, "run_baseline", failing_baseline)
-    monkeypatch.setattr(gate, "run_mutation", killed)
-    monkeypatch.setattr(gate.signal, "signal", lambda *a: None)  # main's SIGTERM handler
+    _stub_runs(monkeypatch, "PASSED")
     argv = ["--only", "judge-exact-bool-int"] + (["--suite-passed"] if suite_passed else [])
     code = gate.main(argv)
     out = capsys.readouterr().out
@@ -115,3 +128,13 @@ def test_the_unmutated_run_is_skipped_only_when_the_suite_passed(
         assert "not run again: the whole suite passed" in out
     else:
         assert (code, baselines) == (1, [1])
+
+
+def test_a_failed_warm_up_fails_the_gate(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Claiming tests that cannot even be collected are a broken gate, not a slower one."""
+
+    _stub_runs(monkeypatch, "ERROR")
+    assert gate.main(["--only", "judge-exact-bool-int", "--suite-passed"]) == 1
+    assert "(bytecode) ERROR" in capsys.readouterr().err
