@@ -21,6 +21,7 @@ from pathlib import Path
 import docker.errors
 import pytest
 
+from assay._internal.runtime.oci import engines
 from assay._internal.runtime.oci.rootfs import RootfsCache
 from assay.errors import EngineError, ImageMissingError
 
@@ -151,31 +152,43 @@ def docker_save(
 
 class FakeAPI:
     def __init__(self) -> None:
-        self.images: dict[str, tuple[str, list[str], bytes]] = {}
+        self.known: dict[str, tuple[str, list[str], bytes]] = {}
         self.saves = 0
         self.save_delay = 0.0
 
     def add(self, name: str, image_id: str, blob: bytes, tags: list[str] | None = None) -> None:
         entry = (image_id, tags if tags is not None else [name], blob)
-        self.images[name] = self.images[image_id] = entry
+        self.known[name] = self.known[image_id] = entry
 
     def inspect_image(self, image: str) -> dict[str, object]:
-        if image not in self.images:
+        if image not in self.known:
             raise docker.errors.ImageNotFound(f"No such image: {image}")
-        image_id, tags, _ = self.images[image]
+        image_id, tags, _ = self.known[image]
         return {"Id": image_id, "RepoTags": tags}
 
     def get_image(self, image: str, chunk_size: int = 2 << 20) -> Iterator[bytes]:
         self.saves += 1
-        blob = self.images[image][2]
+        blob = self.known[image][2]
         time.sleep(self.save_delay)
         for start in range(0, len(blob), 65536):
             yield blob[start : start + 65536]
 
+    def images(self, all: bool = False, quiet: bool = False) -> object:
+        assert all and quiet
+        return sorted({entry[0] for entry in self.known.values()})
+
+    def remove(self, image_id: str) -> None:
+        """`docker rmi`: the image and every name of it go."""
+        self.known = {k: v for k, v in self.known.items() if v[0] != image_id}
+
 
 class FakeClient:
-    def __init__(self) -> None:
+    def __init__(self, engine: object = "ENG1:AB") -> None:
         self.api = FakeAPI()
+        self.engine = engine
+
+    def info(self) -> dict[str, object]:
+        return {"ID": self.engine}
 
 
 @pytest.fixture
@@ -569,8 +582,9 @@ def test_prune_removes_what_is_not_kept(client: FakeClient, root: Path) -> None:
     assert cache.prune({one}) == 1
     assert path1.is_dir()
     assert not path2.parent.exists()
+    h1 = one.removeprefix("sha256:")
     assert sorted(p.name for p in root.iterdir()) == sorted(
-        [one.removeprefix("sha256:"), one.removeprefix("sha256:") + ".lock"]
+        [h1, h1 + ".lock", h1 + ".engine.ENG1-AB"]
     )
     with pytest.raises(EngineError):
         cache.verify(two)
@@ -579,3 +593,82 @@ def test_prune_removes_what_is_not_kept(client: FakeClient, root: Path) -> None:
     assert cache.prune(set()) == 2
     assert list(root.iterdir()) == []
     assert RootfsCache(client, root / "never-made").prune(set()) == 0
+
+
+def test_a_tree_is_pruned_for_an_engine_only_if_no_other_engine_handed_it_out(
+    root: Path,
+) -> None:
+    """Trees are keyed by image id, so two engines on one host share one. `assay gc` asks one
+    engine which images it still has: a tree another engine handed out (the fault tests run
+    a private engine beside the host's) stays, however that engine answers."""
+    shared, blob1 = docker_save([LOWER])
+    mine, blob2 = docker_save([LOWER, UPPER])
+    a, b = FakeClient("A"), FakeClient("B")
+    a.api.add("shared:1", shared, blob1)
+    a.api.add("mine:1", mine, blob2)
+    b.api.add("shared:1", shared, blob1)
+    ca, cb = RootfsCache(a, root), RootfsCache(b, root)
+    ca.rootfs("shared:1")
+    _, path = ca.rootfs("mine:1")
+    cb.rootfs("shared:1")
+    a.api.remove(shared)
+    a.api.remove(mine)
+    gone = engines.engine_images(a)
+    assert gone == set()
+    assert ca.unused(gone, engine="A") == [mine]
+    assert ca.prune(gone, engine="A") == 1
+    assert not path.parent.exists()
+    names = sorted(p.name for p in root.iterdir())
+    assert not any(n.startswith(mine.removeprefix("sha256:")) for n in names), names
+    assert cb.verify(shared) is None  # B's tree is still there, whole
+    assert cb.prune(engines.engine_images(b), engine="B") == 0  # B still has it
+
+
+def test_an_unmarked_tree_is_pruned_only_when_asked(client: FakeClient, root: Path) -> None:
+    """A tree an older assay unpacked says no engine: `gc` keeps it unless told (--all)."""
+    image_id, blob = docker_save([LOWER])
+    client.api.add("old:1", image_id, blob)
+    cache = RootfsCache(client, root)
+    cache.rootfs("old:1")
+    for mark in root.glob("*.engine.*"):
+        mark.unlink()
+    client.api.remove(image_id)
+    assert cache.unused(set(), engine="ENG1-AB", unmarked=False) == []
+    assert cache.prune(set(), engine="ENG1-AB", unmarked=False) == 0
+    assert cache.prune(set(), engine="ENG1-AB", unmarked=True) == 1
+    assert list(root.iterdir()) == []
+
+
+@pytest.mark.parametrize("ident", ["", "../../etc", "a/b", "x" * 129, None, 7])
+def test_an_engine_with_no_usable_id_is_an_error(root: Path, ident: object) -> None:
+    """The ID names a file beside the trees: never a path, never empty."""
+    with pytest.raises(EngineError, match="no usable ID"):
+        RootfsCache(FakeClient(ident), root).engine_id()
+
+
+@pytest.mark.parametrize("answer", [None, "sha256:" + "a" * 64, ["../x"], [7]])
+def test_an_image_list_that_is_not_ids_is_an_error(root: Path, answer: object) -> None:
+    client = FakeClient()
+    client.api.images = lambda **_: answer  # type: ignore[method-assign]
+    with pytest.raises(EngineError, match="not a list of ids"):
+        engines.engine_images(client)
+
+
+def test_a_tree_a_container_was_made_of_since_the_look_stays(
+    client: FakeClient, root: Path
+) -> None:
+    """`prune` asks again, under the image's lock, whether a container is made of it: one
+    made between `assay gc`'s first look at the containers and the removal keeps its tree."""
+    image_id, blob = docker_save([LOWER])
+    client.api.add("busy:1", image_id, blob)
+    cache = RootfsCache(client, root)
+    _, path = cache.rootfs("busy:1")
+    asked: list[str] = []
+
+    def still_used(i: str) -> bool:
+        asked.append(i)
+        return True
+
+    assert cache.prune(set(), engine="ENG1-AB", still_used=still_used) == 0
+    assert asked == [image_id] and path.is_dir()
+    assert cache.prune(set(), engine="ENG1-AB", still_used=lambda _: False) == 1

@@ -19,11 +19,11 @@ from assay._internal.runtime.oci.host import Meta
 from assay._internal.runtime.owner import this_owner, this_process
 
 
-def _meta(cid: str) -> Meta:
+def _meta(cid: str, image_id: str = "") -> Meta:
     return Meta(
         cid=cid, grading_id="g-1", role="candidate", owner=this_owner(), exec_user="1000:1000",
         hardened=True, switch_user=False, workdir="/", env={}, mounts={}, read_only=[],
-        read_only_root=True,
+        read_only_root=True, image_id=image_id,
     )  # fmt: skip
 
 
@@ -76,6 +76,7 @@ def test_a_maker_killed_before_its_container_had_a_name_leaves_a_staging_dir_gc_
     [(d, dead)] = host.staged(root)
     assert d.name.endswith(cid) and dead is True
     assert list(host.all_metas(root)) == []  # not a container: nothing of it was started
+    assert gc.images_in_use(root) == set()  # so it holds no image's tree either
     assert gc.leftovers(root) == [f"staging:{d.name}"]
     assert _sweep(root) == 1
     assert gc.leftovers(root) == [] and list((root / "c").iterdir()) == []
@@ -121,3 +122,23 @@ def test_a_directory_with_content_and_no_meta_is_left_for_gc_all(root: Path) -> 
     (d / "tmp").mkdir(parents=True)
     assert _sweep(root) == 0 and d.is_dir()
     assert gc.leftovers(root) == [f"container:{d.name[:12]}"]
+
+
+def test_the_images_in_use_are_those_of_every_container_made_or_being_made(root: Path) -> None:
+    """`assay gc` keeps the unpacked tree of every image a container here is made of; when one
+    cannot say which (an older assay's meta, or one whose maker is still writing it), no tree
+    is known to be free."""
+    assert gc.images_in_use(root) == set()
+    a, b = uuid.uuid4().hex, uuid.uuid4().hex
+    host.make_state_dir(host.state_dir(a, root), _meta(a, "sha256:" + "a" * 64))
+    staging = root / "c" / f"{host.STAGING}{this_process()}.{b}"
+    staging.mkdir()
+    assert gc.images_in_use(root) is None  # its maker is alive and has not written the meta
+    (staging / "meta.json").write_text(_meta(b, "sha256:" + "b" * 64).to_json())
+    assert gc.images_in_use(root) == {"sha256:" + "a" * 64, "sha256:" + "b" * 64}
+    old = uuid.uuid4().hex
+    host.make_state_dir(host.state_dir(old, root), _meta(old))
+    assert gc.images_in_use(root) is None
+    host.remove_state_dir(host.state_dir(old, root))
+    (root / "c" / "unreadable").mkdir()
+    assert gc.images_in_use(root) is None

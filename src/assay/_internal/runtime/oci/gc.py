@@ -168,6 +168,31 @@ def leftovers(root: Path, grading_id: str | None = None) -> list[str]:
     return names
 
 
+def images_in_use(root: Path) -> set[str] | None:
+    """The ids of the images whose unpacked trees the containers under `root` are made of,
+    those being made included; None when one cannot say (its meta is unreadable, or an older
+    assay wrote it without the image's id): then no tree is known to be free."""
+    used: set[str] = set()
+    made: list[Meta | str] = []
+    # Staging first: one renamed into place after this look is in the listing that follows.
+    for d, dead in host.staged(root):
+        if dead is True:
+            continue  # never started: it holds no tree (`sweep_stale_state` removes it)
+        try:
+            made.append(Meta.from_json((d / "meta.json").read_text()))
+        except FileNotFoundError:
+            if d.exists():
+                return None  # its maker is about to write the meta
+        except (OSError, ValueError, TypeError):
+            return None
+    made += host.all_metas(root)
+    for m in made:
+        if not isinstance(m, Meta) or not m.image_id:
+            return None
+        used.add(m.image_id)
+    return used
+
+
 def gradings(root: Path) -> set[str]:
     return {m.grading_id for m in host.all_metas(root) if isinstance(m, Meta)}
 

@@ -104,6 +104,9 @@ class Meta:
     root: str = ""
     """The image's shared read-only root when the container runs on it directly; "" for an
     overlay of its own at `<state dir>/root`."""
+    image_id: str = ""
+    """The id ("sha256:...") of the image whose unpacked tree the root is made of: `gc` keeps
+    that tree while the container exists. "" in a meta an older assay wrote."""
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__, sort_keys=True)

@@ -36,6 +36,7 @@ def populate(
     *,
     other: Meta | None,
     state_root: Path,
+    image_id: str,
     lower: Path,
     env: dict[str, str],
     workdir: str,
@@ -45,10 +46,11 @@ def populate(
     init: str | None,
 ) -> Meta:
     """Make and fill `d` for container `cid` and return its meta: `other` is the meta of
-    `spec.mounts_of`, `lower`, `env` and `workdir` the image's unpacked root, environment and
-    working directory, `shared_root` the image's shared root when the container can run on it
-    with these mounts and working directory, `seccomp_json` the profile's text for a set of
-    capabilities, `init` the host's static init. What it made, the caller removes if it raises."""
+    `spec.mounts_of`, `image_id` the image's id, `lower`, `env` and `workdir` its unpacked
+    root, environment and working directory, `shared_root` the image's shared root when the
+    container can run on it with these mounts and working directory, `seccomp_json` the
+    profile's text for a set of capabilities, `init` the host's static init. What it made,
+    the caller removes if it raises."""
     mounts: dict[str, str] = {}
     read_only: list[str] = []
     scratch: dict[str, str] = {}
@@ -80,7 +82,7 @@ def populate(
         exec_user=bundle.exec_user(spec), hardened=spec.hardened,
         switch_user=spec.switch_user, workdir=cwd, env={**env, **spec.env},
         mounts=mounts, read_only=read_only, read_only_root=spec.hardened,
-        spawned=spec.spawned, stdin=spec.stdin, root=str(shared or ""),
+        spawned=spec.spawned, stdin=spec.stdin, root=str(shared or ""), image_id=image_id,
     )  # fmt: skip
     # `d` is made with its meta in one step: a controller killed from here on leaves
     # something `gc` can attribute, and every mount made below is under `d`.

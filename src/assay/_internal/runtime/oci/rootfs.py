@@ -48,7 +48,7 @@ import requests.exceptions
 from assay._internal.runtime.images import _fix_for
 from assay.errors import EngineError, EngineUnavailableError, ImageMissingError
 
-from . import host
+from . import engines, host
 from .imagesave import HEX, hex_of, layer_tar, verified_layers
 from .layers import LayerApplier
 
@@ -85,6 +85,7 @@ class RootfsCache:
         self._max_bytes = max_bytes
         self._known: dict[str, Path] = {}
         self._guard = threading.Lock()
+        self._engine: str | None = None
 
     def rootfs(self, image: str) -> tuple[str, Path]:
         """The id of `image` on the engine and its unpacked root filesystem, unpacking it first
@@ -95,7 +96,7 @@ class RootfsCache:
         The engine is asked for the id on every call (one inspect, a few ms): a tag may have
         moved since the last one, and only the id says which tree is meant. A tree this object
         has returned once is not looked at on disk again (`verify` looks)."""
-        image_id, repo_tags = self._inspect(image)
+        image_id, repo_tags = engines.inspect(self._client, image)
         with self._guard:
             known = self._known.get(image_id)
         if known is not None:
@@ -111,6 +112,9 @@ class RootfsCache:
                     self._build(image, image_id, repo_tags, final)
             finally:
                 os.close(lock)
+        if self._engine is None:
+            self._engine = engines.engine_id(self._client)
+        engines.mark(self.root, hex_of(image_id), self._engine)
         path = final / "rootfs"
         with self._guard:
             self._known[image_id] = path
@@ -201,21 +205,43 @@ class RootfsCache:
                 fix="ask for the image again (it is unpacked anew) or run `assay gc`",
             )
 
-    def prune(self, keep: set[str]) -> int:
-        """Remove every cached image whose id ("sha256:..." or bare hex) is not in `keep`; how
-        many trees went. An image being unpacked right now is left alone. The caller keeps the
-        ids of images a container may still run from: their trees are its root filesystem."""
+    def unused(
+        self, keep: set[str], *, engine: str | None = None, unmarked: bool = True
+    ) -> list[str]:
+        """The ids ("sha256:...") of the images cached here, or locked for unpacking, that are
+        not in `keep` (ids "sha256:..." or bare hex): what `prune` with the same arguments
+        would remove. With `engine` (an `engine_id`), only those no other engine handed out;
+        `unmarked`: also those no engine is recorded to have handed out (an older assay's)."""
         if not self.root.is_dir():
-            return 0
+            return []
         kept = {k.removeprefix("sha256:") for k in keep}
-        candidates: set[str] = set()
+        found: set[str] = set()
         for entry in os.scandir(self.root):
             name = entry.name.removesuffix(".lock")
-            if HEX.fullmatch(name) and name not in kept:
-                candidates.add(name)
+            if (
+                HEX.fullmatch(name)
+                and name not in kept
+                and engines.free(self.root, name, engine, unmarked)
+            ):
+                found.add(name)
+        return [f"sha256:{h}" for h in sorted(found)]
+
+    def prune(
+        self,
+        keep: set[str],
+        *,
+        engine: str | None = None,
+        unmarked: bool = True,
+        still_used: Callable[[str], bool] = lambda _: False,
+    ) -> int:
+        """Remove the trees `unused` names, with their records of engines; how many trees
+        went. An image being unpacked right now is left alone. The caller keeps the ids of
+        images a container may still run from: their trees are its root filesystem; and
+        `still_used`, asked under the image's lock just before its tree goes, catches a
+        container made since."""
         removed = 0
-        for hexid in sorted(candidates):
-            image_id = f"sha256:{hexid}"
+        for image_id in self.unused(keep, engine=engine, unmarked=unmarked):
+            hexid = hex_of(image_id)
             with self._guard:
                 self._known.pop(image_id, None)
             lock_path = self._lock_path(image_id)
@@ -223,10 +249,13 @@ class RootfsCache:
             if lock is None:
                 continue  # a build holds it
             try:
+                if not engines.free(self.root, hexid, engine, unmarked) or still_used(image_id):
+                    continue  # handed out by another engine, or a container made, since
                 final = self.root / hexid
                 if final.is_dir() and not final.is_symlink():
                     self._discard(final)
                     removed += 1
+                engines.unmark(self.root, hexid)
                 # Safe to unlink while held: `_lock` callers recheck the inode they locked.
                 lock_path.unlink(missing_ok=True)
             finally:
@@ -234,29 +263,14 @@ class RootfsCache:
         self._sweep()
         return removed
 
+    def engine_id(self) -> str:
+        """`engines.engine_id` of this cache's engine, asked once."""
+        if self._engine is None:
+            self._engine = engines.engine_id(self._client)
+        return self._engine
+
     def _lock_path(self, image_id: str) -> Path:
         return self.root / f"{hex_of(image_id)}.lock"
-
-    def _inspect(self, image: str) -> tuple[str, list[str]]:
-        try:
-            info = self._client.api.inspect_image(image)
-        except docker.errors.ImageNotFound as exc:
-            raise ImageMissingError(image, fix=_fix_for(image)) from exc
-        except requests.exceptions.ConnectionError as exc:
-            raise EngineUnavailableError(
-                f"no Docker engine answers ({type(exc).__name__})"
-            ) from exc
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-            raise EngineError(
-                f"the Docker engine could not inspect image {image!r}: {str(exc)[:300]}"
-            ) from exc
-        image_id = info.get("Id") if isinstance(info, dict) else None
-        if not isinstance(image_id, str) or not HEX.fullmatch(image_id.removeprefix("sha256:")):
-            raise EngineError(f"the Docker engine returned no usable id for image {image!r}")
-        if not image_id.startswith("sha256:"):
-            raise EngineError(f"image {image!r} has an id that is not sha256: {image_id!r}")
-        tags = info.get("RepoTags") or []
-        return image_id, [t for t in tags if isinstance(t, str)]
 
     def _ensure_root(self) -> None:
         if not self.root.is_dir():

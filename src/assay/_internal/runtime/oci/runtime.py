@@ -34,7 +34,7 @@ from assay.errors import CensusUnavailableError, EngineError
 from ..base import ContainerSpec, ExecResult, Spawned
 from ..cgroup import Cgroup
 from ..runspawned import run_spawned
-from . import archives, bundle, gc, host, launch
+from . import archives, bundle, engines, gc, host, launch
 from .client import RUNC, STOP_WAIT_S, Client, Flavour, log_errors
 from .host import INIT_BINARIES, Meta
 from .populate import populate
@@ -192,11 +192,15 @@ class OciRuntime:
         try:
             other = self._meta(spec.mounts_of) if spec.mounts_of is not None else None
             meta = populate(
-                d, cid, spec, other=other, state_root=self._root, lower=lower, env=env,
+                d, cid, spec, other=other, state_root=self._root, image_id=image_id,
+                lower=lower, env=env,
                 workdir=workdir, flavour=self.flavour, init=self._init,
                 shared_root=lambda mounts, cwd: self._shared_root(image_id, spec, mounts, cwd),
                 seccomp_json=self._seccomp_json,
             )  # fmt: skip
+            # After the meta, which `prune_images` reads: a tree it removed meanwhile is
+            # caught here, before anything runs on it.
+            self._cache.verify(image_id)
         except BaseException:
             self._destroy(cid)
             raise
@@ -432,6 +436,45 @@ class OciRuntime:
         # Views need no engine (gc runs without one): a cache of no client is enough.
         cache = self._cache_given if self._cache_given is not None else RootfsCache(None)
         return cache.collapse_views()
+
+    def unused_images(self, *, unmarked: bool = False) -> list[str] | None:
+        """The ids of the images unpacked for this backend that its engine handed out, no
+        longer has, and no other engine handed out, and that no container here (made, or
+        being made) is made of: what `prune_images` removes. `unmarked`: also the trees an
+        older assay unpacked, which do not say which engine they came from. None when a
+        container cannot say which image it is made of (an older assay's): then none is known
+        to be free. Raises EngineUnavailableError or EngineError when the engine cannot list
+        its images or say who it is."""
+        keep = self._keep()
+        if keep is None:
+            return None
+        return self._cache.unused(keep, engine=self._cache.engine_id(), unmarked=unmarked)
+
+    def prune_images(self, *, unmarked: bool = False) -> int | None:
+        """Remove the trees `unused_images` names (one an unpacking holds stays); how many
+        went, None as there. `docker rmi` frees the engine's copy, this the backend's, which
+        no grading through that engine can reach any more: each new one asks it first, and a
+        runtime that resolved the image before fails in `create`, as the Docker backend
+        would. Beside running gradings: a container's meta is written before its root is
+        made and `create` checks the tree after that, so one made while its tree goes fails
+        (an infrastructure error); the window left is between this method's last look at
+        the metas, under the image's lock, and its rename of the tree. Raises as
+        `unused_images`."""
+        keep = self._keep()
+        if keep is None:
+            return None
+
+        def still_used(image_id: str) -> bool:
+            used = gc.images_in_use(self._root)
+            return used is None or image_id in used
+
+        return self._cache.prune(
+            keep, engine=self._cache.engine_id(), unmarked=unmarked, still_used=still_used
+        )
+
+    def _keep(self) -> set[str] | None:
+        used = gc.images_in_use(self._root)
+        return None if used is None else engines.engine_images(self.client) | used
 
     def sweep(self, grading_id: str | None = None) -> int:
         return gc.sweep(self._root, self._cli, self._destroy, grading_id)
