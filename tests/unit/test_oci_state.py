@@ -51,8 +51,11 @@ def _killed_at(
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "c").mkdir()
+    # The host's cgroups are the machine's, not this state root's: an engine test's live
+    # container beside this one (xdist) would be listed by `gc.leftovers` otherwise.
+    monkeypatch.setattr(host, "CGROUP_PARENT", f"assay-unit-none-{uuid.uuid4().hex}")
     return tmp_path
 
 
