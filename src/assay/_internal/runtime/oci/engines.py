@@ -8,8 +8,8 @@ tree is free for it only if no other engine handed it out. The record is an empt
 
 from __future__ import annotations
 
+import hashlib
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,6 @@ from assay.errors import EngineError, EngineUnavailableError, ImageMissingError
 from .imagesave import HEX
 
 MARK = ".engine."
-_ID = re.compile(r"[A-Za-z0-9:_-]{1,128}")
 
 
 def inspect(client: Any, image: str) -> tuple[str, list[str]]:
@@ -45,14 +44,18 @@ def inspect(client: Any, image: str) -> tuple[str, list[str]]:
 
 
 def engine_id(client: Any) -> str:
-    """The engine's own ID (`docker info`), fit for a file name. Raises
-    EngineUnavailableError when no engine answers, EngineError when it names itself with no
-    usable ID (the ID names a file beside the trees: never a path, never empty)."""
+    """A name of the engine, fit for a file name: its ID and its data root (`docker info`),
+    hashed. Not the ID alone: Docker 20.10's is its host key's (`/etc/docker/key.json`), the
+    same for every engine on the host, and a private engine's `gc` then took the host
+    engine's trees (CI28). Two engines of one host cannot share a data root, and engines of
+    two hosts have two keys. Raises EngineUnavailableError when no engine answers,
+    EngineError when it names itself with no usable ID or data root."""
     info = _ask(client.info, "say who it is")
     ident = info.get("ID") if isinstance(info, dict) else None
-    if not isinstance(ident, str) or not _ID.fullmatch(ident):
-        raise EngineError("the Docker engine names itself with no usable ID")
-    return ident.replace(":", "-")
+    data = info.get("DockerRootDir") if isinstance(info, dict) else None
+    if not (isinstance(ident, str) and ident and isinstance(data, str) and data):
+        raise EngineError("the Docker engine names itself with no usable ID or data root")
+    return hashlib.sha256(f"{ident}\0{data}".encode()).hexdigest()[:32]
 
 
 def engine_images(client: Any) -> set[str]:
